@@ -1,0 +1,214 @@
+"""One frozen settings object from `--beam-*` flags, `beam_*` ini keys and `BEAM_*` variables.
+
+Precedence: flag, then environment variable, then ini key, then the default. The option table
+below is the single source for all three spellings, the help text and the README's table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable
+
+MODES = ("lite", "full")
+RECORD_MODES = ("off", "none", "once", "new_episodes", "all")
+SNAPSHOT_MODES = ("assert", "report", "off")
+SCORERS = ("default", "upstream")
+TOOL_MODES = ("auto", "native", "json")
+
+
+class SettingsError(Exception):
+    """A setting has a value the harness cannot use; the message names the flag and the fix."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # attribute name; flag --beam-<name with dashes>, ini beam_<name>, env BEAM_<NAME>
+    help: str
+    default: Any = None
+    kind: Callable[[str], Any] = str
+    choices: tuple[str, ...] | None = None
+    env: tuple[str, ...] = ()  # extra environment variables, after BEAM_<NAME>
+    flag: bool = True  # secrets get no flag (a flag shows in `ps` and shell history)
+    is_bool: bool = False
+
+    @property
+    def flag_name(self) -> str:
+        return "--beam-" + self.name.replace("_", "-")
+
+    @property
+    def ini_name(self) -> str:
+        return "beam_" + self.name
+
+    @property
+    def env_names(self) -> tuple[str, ...]:
+        return ("BEAM_" + self.name.upper(), *self.env)
+
+
+def _bool(value: str) -> bool:
+    lowered = str(value).strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"{value!r} is not a boolean")
+
+
+def _optional_int(value: str) -> int | None:
+    return None if str(value).strip().lower() in {"", "none", "unlimited"} else int(value)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("mode", "Question set: lite (2 questions, 3 messages) or full (100 questions, 5 conversations).", "lite", choices=MODES),
+    Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None),
+    Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto"),
+    Option("base_url", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1.", None, env=("OPENAI_BASE_URL",)),
+    Option("api_key", "API key (environment only: BEAM_API_KEY or OPENAI_API_KEY).", None, env=("OPENAI_API_KEY",), flag=False),
+    Option("model", "Model of the agent; the default for every other role.", None),
+    Option("extraction_model", "Model for ingest extraction (default: the agent's).", None),
+    Option("resolution_model", "Model for entity resolution and updates (default: the agent's).", None),
+    Option("judge_model", "Model of the judge (default: the agent's, which biases scores upward).", None),
+    Option("embeddings", "Embeddings: local (in-process MiniLM shipped in a wheel) or endpoint:<model>.", "local"),
+    Option("chunk_tokens", "Ingest chunk size in tokens.", 1000, int),
+    Option("max_llm_pairs", "Most entity pairs per label sent to the model for resolution.", 500, int),
+    Option("concurrency", "Most model requests in flight per endpoint.", 4, int),
+    Option("timeout", "Seconds before one model request times out.", 120.0, float),
+    Option("max_retries", "Retries of a model request on timeouts, 429 and 5xx.", 5, int),
+    Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full: set it).", None, _optional_int),
+    Option("max_tokens", "Spend cap: most tokens in the run (lite default 120000; full: set it).", None, _optional_int),
+    Option("dry_run", "Print the estimate of calls and tokens by phase, then exit without calling a model.", False, _bool, is_bool=True),
+    Option("record_mode", "Cassette mode: off, none (replay only), once, new_episodes, all.", "off", choices=RECORD_MODES),
+    Option("cassette", "Cassette file for --beam-record-mode.", None),
+    Option("cache", "Response cache directory ('off' disables).", ".beam/cache"),
+    Option("results", "Directory for run records and traces.", ".beam/results"),
+    Option("pass_score", "A question passes at or above this score.", 0.5, float),
+    Option("scorer", "default (fixed) or upstream (BEAM code's quirks, for published numbers).", "default", choices=SCORERS),
+    Option("snapshot", "Answer snapshots: assert (fail on change), report (list changes), off. Default: assert when replaying a cassette, else report.", None, choices=SNAPSHOT_MODES),
+    Option("agent_steps", "Most agent steps per question.", 12, int),
+    Option("agent_timeout", "Seconds per question for the agent.", 300.0, float),
+    Option("tool_mode", "Agent tool calls: auto, native, or json (JSON actions for models without tools).", "auto", choices=TOOL_MODES),
+    Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float),
+    Option("html", "Also write the HTML report beside the record.", False, _bool, is_bool=True),
+)
+OPTION_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    mode: str
+    data: Path | None
+    neo4j: str
+    base_url: str | None
+    api_key: str | None
+    model: str | None
+    extraction_model: str | None
+    resolution_model: str | None
+    judge_model: str | None
+    embeddings: str
+    chunk_tokens: int
+    max_llm_pairs: int
+    concurrency: int
+    timeout: float
+    max_retries: int
+    max_calls: int | None
+    max_tokens: int | None
+    dry_run: bool
+    record_mode: str
+    cassette: Path | None
+    cache: Path | None
+    results: Path
+    pass_score: float
+    scorer: str
+    snapshot: str
+    agent_steps: int
+    agent_timeout: float
+    tool_mode: str
+    neo4j_start_timeout: float
+    html: bool
+
+    def __repr__(self) -> str:  # the key never shows, whatever prints settings
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["api_key"] = "***" if self.api_key else None
+        return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+    @property
+    def replaying(self) -> bool:
+        return self.record_mode == "none"
+
+    @property
+    def model_configured(self) -> bool:
+        """Whether benchmark items can run: a model and an endpoint, or a cassette to replay."""
+        return bool(self.model) and (bool(self.base_url) or self.replaying)
+
+    def role_models(self) -> dict[str, str | None]:
+        return {
+            "agent": self.model,
+            "extraction": self.extraction_model or self.model,
+            "resolution": self.resolution_model or self.model,
+            "judge": self.judge_model or self.model,
+        }
+
+    def public_dict(self) -> dict[str, Any]:
+        """Settings for the record: JSON-able, never the key."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "api_key":
+                value = bool(value)
+                out["api_key_set"] = value
+                continue
+            out[f.name] = str(value) if isinstance(value, Path) else value
+        return out
+
+
+def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
+            environ: dict[str, str] | None = None, rootdir: Path | None = None) -> Settings:
+    """Build Settings; `get_flag(name)` and `get_ini(name)` return None when unset."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw, origin = None, None
+        flag_value = get_flag(option.name) if option.flag else None
+        if flag_value is not None and flag_value is not False:
+            raw, origin = flag_value, option.flag_name
+        else:
+            for env_name in option.env_names:
+                if environ.get(env_name):
+                    raw, origin = environ[env_name], env_name
+                    break
+            else:
+                ini_value = get_ini(option.name)
+                if ini_value not in (None, ""):
+                    raw, origin = ini_value, option.ini_name
+        if raw is None:
+            values[option.name] = option.default
+            continue
+        try:
+            value = raw if isinstance(raw, (bool, int, float)) and not isinstance(raw, str) else option.kind(raw)
+        except (TypeError, ValueError) as exc:
+            raise SettingsError(f"{origin}={raw!r}: {exc}") from exc
+        if option.choices and value not in option.choices:
+            raise SettingsError(f"{origin}={raw!r}: choose one of {', '.join(option.choices)}")
+        values[option.name] = value
+
+    base = rootdir or Path.cwd()
+    for name in ("data", "cassette"):
+        if values[name] is not None:
+            values[name] = (base / Path(values[name]).expanduser()).resolve()
+    cache = values["cache"]
+    values["cache"] = None if str(cache).lower() in {"off", "none", ""} else (base / Path(cache)).resolve()
+    values["results"] = (base / Path(values["results"])).resolve()
+    if values["snapshot"] is None:
+        values["snapshot"] = "assert" if values["record_mode"] == "none" else "report"
+    if values["record_mode"] not in ("off",) and values["cassette"] is None:
+        raise SettingsError(f"--beam-record-mode={values['record_mode']} needs --beam-cassette FILE")
+    if not 0.0 <= values["pass_score"] <= 1.0:
+        raise SettingsError(f"--beam-pass-score={values['pass_score']}: must be between 0 and 1")
+    for name in ("chunk_tokens", "concurrency", "agent_steps"):
+        if values[name] < 1:
+            raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be at least 1")
+    if values["mode"] == "lite":
+        values["max_calls"] = 40 if values["max_calls"] is None else values["max_calls"]
+        values["max_tokens"] = 120_000 if values["max_tokens"] is None else values["max_tokens"]
+    return Settings(**values)

@@ -1,0 +1,11 @@
+"""The benchmark's one test function; the plugin parametrizes it with every selected question.
+
+Answering and judging happen in the `beam_outcome` fixture (setup), so a model or Neo4j fault
+is reported as an error; the test body only records metrics and decides pass or fail.
+"""
+
+from pytest_beam.harness import check_question
+
+
+def test_question(beam_outcome, beam_runtime, record_property, snapshot):
+    check_question(beam_outcome, beam_runtime, record_property, snapshot)

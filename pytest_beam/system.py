@@ -1,0 +1,68 @@
+"""The contract between the harness and a memory system under test.
+
+The harness gives a system one conversation's documents to ingest, then asks it questions one at
+a time; the system answers with text, the trace of how it got there, and the message ids its
+retrieval surfaced (for evidence recall). Usage is metered by the model client the harness hands
+over, so a system that calls models through it is costed like the built-in one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from .data.records import Document, SystemQuestion
+
+
+@dataclass
+class IngestReport:
+    """What ingest did, for the record and the summary."""
+
+    cache_hit: bool
+    chunks: int = 0
+    empty_extractions: int = 0
+    entities_by_type: dict[str, int] = field(default_factory=dict)
+    relations_by_type: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SystemAnswer:
+    text: str
+    retrieved_message_ids: set[int] = field(default_factory=set)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    steps: int = 0
+    flags: list[str] = field(default_factory=list)  # e.g. "agent_failure", "timeout"
+
+
+class MemorySystem(ABC):
+    """One instance per conversation; the harness calls ingest once, then answer per question."""
+
+    name: str = "memory-system"
+
+    @abstractmethod
+    def ingest(self, documents: list[Document]) -> IngestReport: ...
+
+    @abstractmethod
+    def answer(self, question: SystemQuestion) -> SystemAnswer: ...
+
+    def close(self) -> None:
+        """Release what the system holds (drivers, files); the harness stops services itself."""
+
+
+@dataclass
+class SystemContext:
+    """What the harness lends a system for one conversation.
+
+    `models` is the metered, cached, capped model client; `start_neo4j()` starts (once) the
+    conversation's Neo4j service and returns its connection — the harness stops it at the end.
+    A system that needs no graph never calls it, and no service starts.
+    """
+
+    conversation_id: str
+    models: Any  # pytest_beam.llm.ModelClient
+    settings: Any  # pytest_beam.settings.Settings
+    work_dir: Any  # pathlib.Path, private to this conversation
+    start_neo4j: Any  # Callable[[], pytest_beam.services.Neo4jConnection]
