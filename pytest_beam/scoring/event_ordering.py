@@ -1,0 +1,129 @@
+"""Event ordering: align the answer's lines to the rubric's events, then F1 x normalised tau-b.
+
+The rubric of an event_ordering question is the list of events in their true order. The answer is
+split into lines; each line, in order, is compared with every still-unused rubric event, in rubric
+order, by BEAM's yes/no binary-classifier prompt (system + user message, exactly as upstream builds
+them; first snippet = the event, second = the line); the first reply containing "yes"
+(case-insensitive, as upstream -- so "Yes." or "YES" match) maps the line to that event, which is
+then used up. An unmatched line stays as itself. Then :func:`metrics.event_ordering_metrics`.
+
+``default`` mode
+    Lines are the answer's non-empty lines, stripped of surrounding whitespace (list numbering is
+    kept: the judge sees the line as written). ``score = event_f1 * event_tau_norm``. An answer
+    with no non-empty line makes no judge call and scores 0.
+
+``upstream`` mode
+    Lines are ``answer.split("\\n")`` -- every line, blank ones too, unstripped -- and each is
+    sent to the classifier. The reported ``score`` is ``event_tau_norm`` alone, as upstream's
+    report_results.py reports it; ``event_f1`` and the product are kept in the detail.
+
+Deliberately NOT done, in either mode:
+
+* upstream's ``extract_facts`` call (its result is thrown away upstream);
+* upstream's per-rubric-item judge calls for event_ordering (``llm_judge_score``): computed
+  upstream but never reported, so they would cost calls and change no reported number.
+
+Where upstream would report a NaN ``tau_norm`` (tau-b undefined, e.g. a one-line answer) both
+modes report 0 and flag the question ``tau_undefined``; a NaN would poison every mean it enters.
+
+Known upstream quirk kept in both modes: items are compared as strings, so an unmatched line whose
+text equals a rubric event verbatim counts as that event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..data.records import ProbingQuestion
+from .judge import JudgeModel, ask_judge
+from .metrics import event_ordering_metrics
+from .prompts import binary_classifier_messages
+from .scores import EventOrderingDetail, LineMatch, QuestionScore, ScorerMode
+
+__all__ = ["answer_lines", "align_lines", "same_event", "score_event_ordering"]
+
+
+def answer_lines(answer: str, mode: ScorerMode) -> list[str]:
+    """The answer's lines as the classifier will see them (see the module docstring)."""
+    if mode == "upstream":
+        return answer.split("\n")
+    if mode == "default":
+        return [line.strip() for line in answer.split("\n") if line.strip()]
+    raise ValueError(f"unknown scorer mode {mode!r}")
+
+
+def same_event(judge: JudgeModel, event: str, line: str) -> tuple[bool, str]:
+    """One yes/no call: does ``line`` describe the same event as ``event``? Returns (verdict, reply).
+
+    An empty reply counts as "no" (as upstream: ``"" .lower()`` has no "yes"); a reply with no text
+    at all raises :class:`~pytest_beam.scoring.judge.JudgeReplyEmpty`; client errors propagate.
+    """
+    reply = ask_judge(judge, binary_classifier_messages(event, line), allow_blank=True)
+    return "yes" in reply.lower(), reply
+
+
+def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeModel) -> tuple[list[LineMatch], int]:
+    """Match lines one-to-one to unused reference events, in order. Returns (matches, judge calls)."""
+    used: set[int] = set()
+    matches: list[LineMatch] = []
+    calls = 0
+    for line in lines:
+        replies: list[str] = []
+        matched: int | None = None
+        for index, event in enumerate(reference):
+            if index in used:
+                continue
+            verdict, reply = same_event(judge, event, line)
+            calls += 1
+            replies.append(reply)
+            if verdict:
+                matched = index
+                break
+        if matched is not None:
+            used.add(matched)
+        matches.append(
+            LineMatch(
+                line=line,
+                event=reference[matched] if matched is not None else None,
+                event_index=matched,
+                replies=replies,
+            )
+        )
+    return matches, calls
+
+
+def score_event_ordering(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
+    """Score an event_ordering answer (see the module docstring for the two modes)."""
+    if not question.rubric:
+        raise ValueError(f"question {question.id} has an empty rubric; nothing to order against")
+    reference = list(question.rubric)
+    lines = answer_lines(answer, mode)
+    matches, calls = align_lines(reference, lines, judge)
+    aligned = [m.event if m.event is not None else m.line for m in matches]
+    metrics = event_ordering_metrics(reference, aligned)
+
+    flags = [] if metrics.tau_defined else ["tau_undefined"]
+    detail = EventOrderingDetail(
+        precision=metrics.precision,
+        recall=metrics.recall,
+        event_f1=metrics.f1,
+        tau_b=metrics.tau_b,
+        event_tau_norm=metrics.tau_norm,
+        f1_times_tau_norm=metrics.score,
+        answer_lines=lines,
+        alignment=matches,
+        reference_order=reference,
+        answer_order=aligned,
+    )
+    return QuestionScore(
+        question_id=question.id,
+        ability=question.ability,
+        mode=mode,
+        score=metrics.tau_norm if mode == "upstream" else metrics.score,
+        items=[],
+        flags=flags,
+        judge_calls=calls,
+        event_f1=metrics.f1,
+        event_tau_norm=metrics.tau_norm,
+        event_detail=detail,
+    )

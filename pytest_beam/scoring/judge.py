@@ -1,0 +1,220 @@
+"""The rubric judge: one judge call per rubric item with BEAM's prompt.
+
+Two modes (see ``../shared/beam/upstream-scorer.md``):
+
+``default``
+    The prompt's ``<question>``, ``<rubric_item>`` and ``<llm_response>`` slots are filled in one
+    pass (text put into one slot is never re-scanned for another slot's marker). An item scores
+    the judge's ``score`` if it is 1, 0.5 or 0 (a JSON number or a numeric string). Anything else
+    -- no JSON object found, no ``score`` key, a score outside {0, 0.5, 1} -- scores the item 0 and
+    flags the question ``parse_error``. There is no ``json_repair`` guessing.
+
+``upstream``
+    Reproduces the benchmark's code: ``<question>`` is left literal (upstream never fills it), the
+    slots are filled with two chained ``str.replace`` calls (``<rubric_item>`` first), and the item
+    score is ``int(float(score))`` -- 0.5 truncates to 0. Where upstream's ``parse_json_response``
+    fails and upstream would fall back to ``json_repair.repair_json`` (a guess, or an exception),
+    this port scores the item 0 and flags ``parse_error`` instead; the same for a reply whose JSON
+    lacks ``score`` or has a non-numeric one (upstream would raise). A score outside {0, 0.5, 1}
+    is kept, truncated, as upstream does, and flagged ``score_out_of_range``.
+
+In both modes the question score is the mean of the item scores, and the reply is parsed the way
+upstream's ``parse_json_response`` does (strip, unwrap a ```json fence, ``json.loads``, else the
+first ``{...}``/``[...]`` found by a non-greedy regex).
+
+Errors: any exception the judge model raises propagates untouched (the harness turns it into a
+test error, never a silent 0). A reply with no text (``text is None``, or only whitespace) raises
+:class:`JudgeReplyEmpty` -- upstream would crash there too (``None.strip()``, or ``json.loads("")``
+after the repair fallback).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..data.records import ProbingQuestion
+from .prompts import JUDGE_PROMPT
+from .scores import ItemScore, QuestionScore, ScorerMode
+
+__all__ = [
+    "JUDGE_ROLE",
+    "JudgeModel",
+    "JudgeReply",
+    "JudgeReplyEmpty",
+    "ask_judge",
+    "fill_judge_prompt",
+    "parse_judge_json",
+    "score_item",
+    "score_rubric",
+]
+
+JUDGE_ROLE: Literal["judge"] = "judge"
+
+_ALLOWED_SCORES = (0.0, 0.5, 1.0)
+
+
+@runtime_checkable
+class JudgeReply(Protocol):
+    """What scoring needs of a model reply (``pytest_beam.llm``'s ChatResult fits)."""
+
+    @property
+    def text(self) -> str | None: ...
+
+
+@runtime_checkable
+class JudgeModel(Protocol):
+    """What scoring needs of a model client (``pytest_beam.llm``'s ModelClient fits)."""
+
+    def chat(
+        self,
+        *,
+        role: Literal["judge"],
+        messages: list[dict[str, str]],
+        max_tokens: int | None = None,
+        response_format: Any = None,
+    ) -> JudgeReply: ...
+
+
+class JudgeReplyEmpty(RuntimeError):
+    """The judge model answered without text. Not a score: it must surface as a test error."""
+
+
+def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, allow_blank: bool = False) -> str:
+    """One judge call (role ``"judge"``); returns the reply text. Client exceptions propagate."""
+    result = judge.chat(role=JUDGE_ROLE, messages=messages)
+    text = result.text
+    if text is None or (not allow_blank and not text.strip()):
+        raise JudgeReplyEmpty(f"the judge model returned no text (text={text!r})")
+    return text
+
+
+_PLACEHOLDER = re.compile(r"<(question|rubric_item|llm_response)>")
+
+
+def fill_judge_prompt(question: str, rubric_item: str, answer: str, mode: ScorerMode) -> str:
+    """BEAM's judge prompt with its slots filled as the mode says (see the module docstring)."""
+    if mode == "upstream":
+        return JUDGE_PROMPT.replace("<rubric_item>", rubric_item).replace("<llm_response>", answer)
+    if mode == "default":
+        values = {"question": question, "rubric_item": rubric_item, "llm_response": answer}
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], JUDGE_PROMPT)
+    raise ValueError(f"unknown scorer mode {mode!r}")
+
+
+_FENCED = re.compile(r"```(?:json)?\s*(\[.*\]|\{.*\})\s*```", re.DOTALL)
+_FIRST_JSON = re.compile(r"(\{.*?\}|\[.*?\])", re.DOTALL)
+
+
+def parse_judge_json(reply: str) -> Any:
+    """Parse a judge reply the way upstream's ``parse_json_response`` does; ``ValueError`` if it fails.
+
+    Strip; if it starts with a ``` fence, take the fenced ``{...}``/``[...]``; try ``json.loads``;
+    else ``json.loads`` the first (shortest) ``{...}``/``[...]`` in the text.
+    """
+    text = reply.strip()
+    if text.startswith("```"):
+        fenced = _FENCED.search(text)
+        if fenced:
+            text = fenced.group(1).strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    found = _FIRST_JSON.search(text)
+    if found:
+        try:
+            return json.loads(found.group(1))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"found possible JSON but it does not parse: {exc}") from exc
+    raise ValueError("no JSON found in the judge reply")
+
+
+def _numeric(value: Any) -> float | None:
+    """A JSON number or numeric string as a finite float; None otherwise (bools are not numbers)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def score_item(
+    question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode
+) -> tuple[ItemScore, set[str]]:
+    """Judge one rubric item (one judge call). Returns the item and the flags it raises."""
+    prompt = fill_judge_prompt(question, rubric_item, answer, mode)
+    reply = ask_judge(judge, [{"role": "user", "content": prompt}])
+    flags: set[str] = set()
+
+    try:
+        data = parse_judge_json(reply)
+    except ValueError:
+        data = None
+    judge_score: Any = None
+    reason: str | None = None
+    number: float | None = None
+    if isinstance(data, dict):
+        judge_score = data.get("score")
+        raw_reason = data.get("reason")
+        reason = raw_reason if isinstance(raw_reason, str) else (None if raw_reason is None else json.dumps(raw_reason))
+        number = _numeric(judge_score)
+
+    score = 0.0
+    ok = False
+    if number is not None:
+        if mode == "upstream":
+            # upstream: int(response['score']) -- truncation toward zero; kept even when out of range
+            score = float(int(number))
+            ok = True
+            if number not in _ALLOWED_SCORES:
+                flags.add("score_out_of_range")
+        elif number in _ALLOWED_SCORES:
+            score = number
+            ok = True
+    if not ok:
+        flags.add("parse_error")
+
+    if not isinstance(judge_score, (int, float, str)) or isinstance(judge_score, bool):
+        judge_score = None if judge_score is None else json.dumps(judge_score)
+    elif isinstance(judge_score, float) and not math.isfinite(judge_score):
+        judge_score = str(judge_score)
+    item = ItemScore(
+        rubric_item=rubric_item,
+        score=score,
+        judge_score=judge_score,
+        reason=reason,
+        reply=reply,
+        parsed=ok,
+    )
+    return item, flags
+
+
+def score_rubric(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
+    """Score an answer item by item against the question's rubric; question score = mean of items."""
+    if not question.rubric:
+        raise ValueError(f"question {question.id} has an empty rubric; nothing to judge")
+    items: list[ItemScore] = []
+    flags: set[str] = set()
+    for rubric_item in question.rubric:
+        item, item_flags = score_item(question.question, rubric_item, answer, judge, mode)
+        items.append(item)
+        flags |= item_flags
+    return QuestionScore(
+        question_id=question.id,
+        ability=question.ability,
+        mode=mode,
+        score=sum(i.score for i in items) / len(items),
+        items=items,
+        flags=sorted(flags),
+        judge_calls=len(items),
+    )

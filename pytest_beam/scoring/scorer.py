@@ -1,0 +1,27 @@
+"""The scorer's entry point: one answer to one probing question -> :class:`QuestionScore`."""
+
+from __future__ import annotations
+
+from ..data.records import ProbingQuestion
+from .event_ordering import score_event_ordering
+from .judge import JudgeModel, score_rubric
+from .scores import QuestionScore, ScorerMode
+
+__all__ = ["SCORER_MODES", "score_question"]
+
+SCORER_MODES: tuple[ScorerMode, ...] = ("default", "upstream")
+
+
+def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
+    """Score ``answer`` to ``question`` with the judge model, in ``mode`` ("default" or "upstream").
+
+    event_ordering questions go to the event-ordering metric (yes/no alignment calls, no rubric
+    judge calls); every other ability to the rubric judge (one call per rubric item). Every call is
+    made with ``role="judge"``. Exceptions from the judge model propagate, as does
+    :class:`~pytest_beam.scoring.judge.JudgeReplyEmpty` for a reply with no text.
+    """
+    if mode not in SCORER_MODES:
+        raise ValueError(f"unknown scorer mode {mode!r}; expected one of {SCORER_MODES}")
+    if question.ability == "event_ordering":
+        return score_event_ordering(question, answer, judge, mode)
+    return score_rubric(question, answer, judge, mode)
