@@ -1,0 +1,40 @@
+"""The model layer: every model call of pytest-beam goes through :class:`ModelClient`.
+
+Roles, retries, metering, the response cache, record/replay cassettes and spend caps. This
+package knows nothing of BEAM, Neo4j or pytest, and importing it does not import ``openai``
+(that happens on the first network call).
+
+Typical wiring::
+
+    client = ModelClient(
+        EndpointConfig(base_url="http://127.0.0.1:8080/v1", api_key=key),
+        RoleModels(agent="qwen2.5-7b", judge="gpt-4o-mini"),
+        meter=Meter(), cache=ResponseCache(run_dir / "cache"),
+        cassette=Cassette("fixtures/cassettes/lite.jsonl", mode="none"),
+        budget=FileBudget.in_run_dir(run_dir, max_calls=40, max_tokens=120_000),
+        trace=trace_writer,
+    )
+    result = client.chat(role="agent", messages=[...], tools=[...])
+    parsed = client.structured(role="extraction", messages=[...], schema=Extraction)
+"""
+
+from .budget import CALLS_FLAG, TOKENS_FLAG, Budget, FileBudget
+from .cache import ResponseCache, cache_key, canonical_json, fingerprint
+from .cassette import MODES as RECORD_MODES
+from .cassette import Cassette
+from .client import ChatResult, ModelClient, StructuredResult, ToolCall, endpoint_semaphore, parse_retry_after
+from .config import EMBEDDING_ROLE, ROLES, EndpointConfig, Role, RoleModels
+from .errors import BudgetExceeded, CassetteMiss, ModelEndpointError, ModelError, StructuredOutputError
+from .meter import Meter, Usage, snapshot_from_dict, snapshot_to_dict
+from .structured import StructuredParseError, extract_json_object, parse_structured
+
+__all__ = [
+    "Role", "ROLES", "EMBEDDING_ROLE", "EndpointConfig", "RoleModels",
+    "ModelClient", "ChatResult", "StructuredResult", "ToolCall", "endpoint_semaphore", "parse_retry_after",
+    "Usage", "Meter", "snapshot_to_dict", "snapshot_from_dict",
+    "Budget", "FileBudget", "CALLS_FLAG", "TOKENS_FLAG",
+    "ResponseCache", "cache_key", "canonical_json", "fingerprint",
+    "Cassette", "RECORD_MODES",
+    "ModelError", "ModelEndpointError", "StructuredOutputError", "BudgetExceeded", "CassetteMiss",
+    "StructuredParseError", "extract_json_object", "parse_structured",
+]

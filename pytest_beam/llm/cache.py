@@ -1,0 +1,71 @@
+"""Request fingerprints and the on-disk response cache.
+
+The cache stores the raw response body (the exact bytes the endpoint returned) of successful
+calls only, one file per key, sharded by the first two hex digits. Writes go to a temporary
+file in the same directory and are renamed into place, so several processes (xdist workers) can
+share one cache directory; a reader sees either nothing or a whole file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Mapping
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, unicode kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def fingerprint(request: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a logical request (no base URL, no key)."""
+    return hashlib.sha256(canonical_json(request).encode("utf-8")).hexdigest()
+
+
+def cache_key(base_url: str | None, request: Mapping[str, Any]) -> str:
+    """sha256 over the endpoint base URL plus the logical request."""
+    return fingerprint({"endpoint": (base_url or "").rstrip("/"), "request": dict(request)})
+
+
+class ResponseCache:
+    """A directory of ``<key[:2]>/<key>.json`` files holding raw response bodies."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            data = self._path(key).read_bytes()
+        except FileNotFoundError:
+            with self._lock:
+                self.misses += 1
+            return None
+        with self._lock:
+            self.hits += 1
+        return data
+
+    def put(self, key: str, body: bytes) -> None:
+        """Store a successful response body (callers must never pass an error)."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        tmp.write_bytes(body)
+        os.replace(tmp, path)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.directory.glob("??/*.json"))
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.directory)!r})"

@@ -1,0 +1,188 @@
+"""Record/replay cassettes, in the manner of pytest-recording.
+
+File format: JSON Lines. The first line is a header ``{"cassette": "pytest-beam", "version":
+1}``; every other line is one recorded response::
+
+    {"fp": "<sha256 of the logical request>", "i": 0, "kind": "chat", "role": "judge",
+     "model": "m", "body": "<the raw response body, exactly as received>"}
+
+``fp`` is the request fingerprint (model, messages, tools, tool_choice, response_format,
+temperature, seed, max_tokens; never the base URL or the API key) and ``i`` the occurrence of
+that identical request (the n-th identical request replays the n-th recorded response; once
+they are used up, replay repeats the last one). No request body is stored: the cassette holds
+nothing of the chat beyond what the responses themselves contain. A body that is not UTF-8 is
+stored base64-encoded under ``body_b64``. On load, the first line for a given (fp, i) wins;
+broken lines (e.g. a run killed mid-write) are skipped.
+
+Modes:
+
+* ``none`` — replay only; a miss raises :class:`CassetteMiss`; never any network.
+* ``once`` — if the file exists, behave as ``none``; otherwise record everything.
+* ``new_episodes`` — replay what is recorded, record what is missing.
+* ``all`` — record everything, replacing the file's previous content.
+
+Concurrency (xdist): recording appends one line per response under an exclusive
+``fcntl.flock`` on the cassette file itself, so several workers can record into one file at
+once with no merge step. What *does* need one decision per run is the mode: ``once`` depends on
+whether the file existed when the run started, and ``all`` must empty the file exactly once.
+So under xdist the controller calls ``mode = Cassette.prepare(path, mode)`` once before workers
+start and workers open ``Cassette(path, mode)`` with the returned mode. In a single process,
+the constructor does the same by itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from .errors import CassetteMiss
+
+MODES = ("none", "once", "new_episodes", "all")
+HEADER = {"cassette": "pytest-beam", "version": 1}
+
+
+def _exists(path: Path) -> bool:
+    return path.is_file()
+
+
+class Cassette:
+    def __init__(self, path: str | os.PathLike[str], mode: str = "none") -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
+        self.path = Path(path)
+        self.requested_mode = mode
+        self.mode = self._resolve(self.path, mode, truncate=True)
+        self._lock = threading.Lock()
+        self._recorded: dict[str, dict[int, dict[str, Any]]] = {}
+        self._uses: dict[str, int] = {}
+        self.replayed = 0
+        self.recorded = 0
+        if self.mode in ("none", "new_episodes"):
+            self._load()
+
+    # -- mode handling -----------------------------------------------------------------------
+    @staticmethod
+    def _resolve(path: Path, mode: str, *, truncate: bool) -> str:
+        if mode == "once":
+            return "none" if _exists(path) else "new_episodes"
+        if mode == "all":
+            if truncate:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(HEADER) + "\n", encoding="utf-8")
+            return "new_episodes"
+        return mode
+
+    @classmethod
+    def prepare(cls, path: str | os.PathLike[str], mode: str) -> str:
+        """Decide a run's effective mode once (controller side) and return it for the workers.
+
+        ``once`` becomes ``none`` (file exists) or ``new_episodes`` (it does not); ``all``
+        empties the file and becomes ``new_episodes``; the others are returned unchanged.
+        """
+        if mode not in MODES:
+            raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
+        return cls._resolve(Path(path), mode, truncate=True)
+
+    @property
+    def allows_network(self) -> bool:
+        return self.mode != "none"
+
+    @property
+    def records(self) -> bool:
+        return self.mode != "none"
+
+    # -- storage -----------------------------------------------------------------------------
+    def _load(self) -> None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        for line in text.splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict) or "fp" not in entry:
+                continue
+            try:
+                index = int(entry.get("i", 0))
+            except (TypeError, ValueError):
+                continue
+            self._recorded.setdefault(entry["fp"], {}).setdefault(index, entry)
+
+    @staticmethod
+    def _body_of(entry: dict[str, Any]) -> bytes:
+        if "body_b64" in entry:
+            return base64.b64decode(entry["body_b64"])
+        return entry["body"].encode("utf-8")
+
+    # -- API used by the client -----------------------------------------------------------------
+    def lookup(self, fp: str) -> tuple[int, bytes | None]:
+        """Take the next occurrence of request ``fp``: ``(occurrence, body or None for a miss)``.
+
+        Every call counts as one occurrence of the request. In ``none`` mode a request used
+        more often than recorded gets the last recorded response again. Pass the occurrence
+        back to :meth:`record` after a miss.
+        """
+        with self._lock:
+            index = self._uses.get(fp, 0)
+            self._uses[fp] = index + 1
+            responses = self._recorded.get(fp)
+            if not responses:
+                return index, None
+            entry = responses.get(index)
+            if entry is None:
+                if self.mode != "none":
+                    return index, None
+                entry = responses[max(responses)]
+            self.replayed += 1
+            return index, self._body_of(entry)
+
+    def record(self, fp: str, index: int, body: bytes, *, role: str, model: str, kind: str = "chat") -> None:
+        """Append the response for occurrence ``index`` of request ``fp`` (after a miss)."""
+        if self.mode == "none":
+            raise RuntimeError("cassette is in replay-only mode 'none'")
+        entry: dict[str, Any] = {"fp": fp, "i": int(index), "kind": kind, "role": role, "model": model}
+        try:
+            entry["body"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            entry["body_b64"] = base64.b64encode(body).decode("ascii")
+        with self._lock:
+            self._recorded.setdefault(fp, {}).setdefault(int(index), entry)
+            self.recorded += 1
+            self._append_line(json.dumps(entry, ensure_ascii=False, sort_keys=True))
+
+    def _append_line(self, line: str) -> None:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                if f.seek(0, os.SEEK_END) == 0:
+                    f.write(json.dumps(HEADER) + "\n")
+                f.write(line + "\n")
+                f.flush()
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+    def miss(self, *, fp: str, role: str, model: str) -> CassetteMiss:
+        return CassetteMiss(
+            f"No recorded response in cassette {self.path} for a {role} request (model {model}, "
+            f"fingerprint {fp[:12]}) and record mode is 'none' (no network). Record it with "
+            f"--beam-record-mode=new_episodes against a model endpoint.",
+            cassette=str(self.path), role=role, model=model, fingerprint=fp,
+        )
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._recorded.values())
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r}, mode={self.requested_mode!r})"

@@ -1,0 +1,76 @@
+"""Endpoint and per-role model configuration (plain frozen dataclasses, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+Role = Literal["extraction", "resolution", "agent", "judge"]
+"""The phase a chat call is metered under. Embeddings are metered under ``"embedding"``."""
+
+ROLES: tuple[str, ...] = get_args(Role)
+EMBEDDING_ROLE = "embedding"
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """One OpenAI-compatible endpoint.
+
+    ``base_url`` is the API root including ``/v1`` (e.g. ``http://127.0.0.1:8080/v1``). ``None``
+    means "no endpoint": the client then works only from a cassette / cache and raises
+    :class:`~pytest_beam.llm.errors.ModelEndpointError` if it would need the network. The
+    client never falls back to api.openai.com or to ``OPENAI_*`` environment variables by itself;
+    resolving those is the settings layer's job.
+
+    ``api_key`` is hidden from ``repr``. ``None`` sends a placeholder (local servers need none).
+
+    ``max_retries`` counts retries after the first attempt (so at most ``max_retries + 1``
+    HTTP requests per call). ``backoff_base_s`` is the first backoff delay (doubled per retry,
+    with jitter, capped at ``backoff_max_s``); a ``Retry-After`` header replaces the computed
+    delay, capped at ``retry_after_cap_s``. ``concurrency`` is the number of requests in flight
+    per base URL in this process (shared by every client of that URL; the first client to use a
+    URL fixes it). ``seed=None`` sends no seed.
+    """
+
+    base_url: str | None
+    api_key: str | None = field(default=None, repr=False)
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    concurrency: int = 4
+    seed: int | None = 0
+    temperature: float = 0.0
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    retry_after_cap_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if self.timeout_s <= 0:
+            raise ValueError("timeout_s must be > 0")
+
+    @property
+    def endpoint_key(self) -> str:
+        """Normalised base URL (used for the per-endpoint semaphore and the cache key)."""
+        return (self.base_url or "").rstrip("/")
+
+
+@dataclass(frozen=True)
+class RoleModels:
+    """The model per role; every role defaults to the agent's model."""
+
+    agent: str
+    extraction: str | None = None
+    resolution: str | None = None
+    judge: str | None = None
+
+    def for_role(self, role: str) -> str:
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        return getattr(self, role) or self.agent
+
+    def to_dict(self) -> dict[str, str]:
+        """Resolved model per role (for records)."""
+        return {role: self.for_role(role) for role in ROLES}

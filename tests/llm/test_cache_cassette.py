@@ -1,0 +1,191 @@
+"""The on-disk response cache and record/replay cassettes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+
+import pytest
+from pydantic import BaseModel
+
+from pytest_beam.llm import (Cassette, CassetteMiss, EndpointConfig, ModelClient, ModelEndpointError, ResponseCache,
+                             RoleModels)
+from tests.model_server import Reply, ScriptedModelServer, tool_call
+
+SECRET_TEXT = "my sister Mariana moved to Porto in 2019"
+MSGS = [{"role": "user", "content": SECRET_TEXT}]
+TOOLS = [{"type": "function", "function": {"name": "search_graph", "parameters": {"type": "object"}}}]
+
+
+class Verdict(BaseModel):
+    score: int
+
+
+def test_cache_hit_sends_no_request(model_server, make_client, tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    client = make_client(model_server, cache=cache)
+    model_server.script(Reply.say("first"))
+    live = client.chat(role="agent", messages=MSGS)
+    again = client.chat(role="agent", messages=MSGS)
+    assert model_server.request_count == 1
+    assert again.cached and not live.cached and again.text == "first" and again.raw == live.raw
+    usage = client.meter.snapshot()["agent"]
+    assert (usage.calls, usage.cached_calls) == (1, 1)
+    assert usage.cached_tokens == live.usage.total_tokens
+
+    other_client = make_client(model_server, cache=ResponseCache(tmp_path / "cache"))  # shared on disk
+    assert other_client.chat(role="agent", messages=MSGS).cached
+    model_server.script("different")
+    assert other_client.chat(role="judge", messages=MSGS).text == "different"  # other model: other key
+    assert model_server.request_count == 2
+
+
+def test_cache_never_stores_an_error(model_server, make_client, tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    client = make_client(model_server, cache=cache, endpoint={"max_retries": 0})
+    model_server.script(Reply.fail(500, "boom"), Reply.fail(400, "bad"), Reply.say("good"))
+    for _ in range(2):
+        with pytest.raises(ModelEndpointError):
+            client.chat(role="agent", messages=MSGS)
+    assert len(cache) == 0 and not list((tmp_path / "cache").rglob("*.tmp"))
+    assert client.chat(role="agent", messages=MSGS).text == "good"
+    assert len(cache) == 1 and model_server.request_count == 3
+    (stored,) = (tmp_path / "cache").rglob("*.json")
+    assert json.loads(stored.read_bytes())["choices"][0]["message"]["content"] == "good"
+
+
+def _record_session(client: ModelClient) -> list:
+    out = [client.chat(role="agent", messages=MSGS, tools=TOOLS),
+           client.chat(role="agent", messages=MSGS, tools=TOOLS),  # identical request, second answer
+           client.structured(role="judge", messages=[{"role": "user", "content": "score it"}], schema=Verdict),
+           client.embed(["alpha", "beta"], model="emb")]
+    return out
+
+
+def test_cassette_records_then_replays_with_the_server_stopped(make_client, tmp_path):
+    path = tmp_path / "cassettes" / "run.jsonl"
+    server = ScriptedModelServer().start()
+    server.script(Reply.calls(tool_call("search_graph", {"q": "Porto"})), Reply.say("Mariana lives in Porto."),
+                  Reply.json_object({"score": 2}))
+    try:
+        recorder = make_client(server, api_key="sk-rec", cassette=Cassette(path, mode="once"))
+        live = _record_session(recorder)
+    finally:
+        server.stop()
+    assert server.request_count == 4
+
+    player = make_client(None, cassette=Cassette(path, mode="none"))  # no base URL at all
+    replay = _record_session(player)
+    assert [r.raw for r in replay[:2]] == [r.raw for r in live[:2]]  # byte for byte
+    assert replay[0].tool_calls == live[0].tool_calls and replay[1].text == live[1].text
+    assert replay[2].value == live[2].value == Verdict(score=2)
+    assert replay[3] == live[3]
+    assert all(r.replayed for r in replay[:2]) and replay[2].replayed
+    snap = player.meter.snapshot()
+    assert snap["agent"].calls == 0 and snap["agent"].replayed_calls == 2 and snap["embedding"].replayed_calls == 1
+
+    with pytest.raises(CassetteMiss) as info:
+        player.chat(role="judge", messages=[{"role": "user", "content": "never recorded"}])
+    assert str(path) in str(info.value) and "judge" in str(info.value)
+    assert info.value.cassette == str(path) and info.value.role == "judge"
+
+
+def test_cassette_holds_no_request_text(model_server, make_client, tmp_path):
+    path = tmp_path / "c.jsonl"
+    client = make_client(model_server, cassette=Cassette(path, mode="all"))
+    model_server.script("A reply that does not quote the prompt.")
+    client.chat(role="agent", messages=MSGS, tools=TOOLS)
+    client.embed([SECRET_TEXT], model="emb")
+    text = path.read_text()
+    assert SECRET_TEXT not in text and "Mariana" not in text and "search_graph" not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0] == {"cassette": "pytest-beam", "version": 1}
+    assert [(e["kind"], e["role"], e["i"]) for e in lines[1:]] == [("chat", "agent", 0), ("embeddings", "embedding", 0)]
+    assert set(lines[1]) == {"fp", "i", "kind", "role", "model", "body"}
+
+
+def test_record_modes(model_server, make_client, tmp_path):
+    path = tmp_path / "c.jsonl"
+    model_server.default_reply = "live"
+    q = lambda text: [{"role": "user", "content": text}]
+
+    make_client(model_server, cassette=Cassette(path, mode="once")).chat(role="agent", messages=q("a"))
+    assert model_server.request_count == 1
+    once = make_client(model_server, cassette=Cassette(path, mode="once"))  # file exists: replay only
+    assert once.cassette.mode == "none" and once.chat(role="agent", messages=q("a")).replayed
+    with pytest.raises(CassetteMiss):
+        once.chat(role="agent", messages=q("b"))
+    assert model_server.request_count == 1
+
+    episodes = make_client(model_server, cassette=Cassette(path, mode="new_episodes"))
+    assert episodes.chat(role="agent", messages=q("a")).replayed
+    assert not episodes.chat(role="agent", messages=q("b")).replayed
+    assert model_server.request_count == 2 and len(Cassette(path, "none")) == 2
+
+    everything = make_client(model_server, cassette=Cassette(path, mode="all"))
+    assert not everything.chat(role="agent", messages=q("a")).replayed
+    assert model_server.request_count == 3 and len(Cassette(path, "none")) == 1  # overwritten
+
+    assert Cassette.prepare(path, "once") == "none"
+    assert Cassette.prepare(tmp_path / "absent.jsonl", "once") == "new_episodes"
+    assert Cassette.prepare(path, "all") == "new_episodes" and len(Cassette(path, "none")) == 0
+
+
+def test_replay_repeats_the_last_answer_in_none_mode(tmp_path):
+    path = tmp_path / "c.jsonl"
+    rec = Cassette(path, "all")
+    idx, body = rec.lookup("fp1")
+    assert (idx, body) == (0, None)
+    rec.record("fp1", idx, b'{"n": 1}', role="agent", model="m")
+    rec.record("fp1", rec.lookup("fp1")[0], b'{"n": 2}', role="agent", model="m")
+    play = Cassette(path, "none")
+    assert [play.lookup("fp1")[1] for _ in range(3)] == [b'{"n": 1}', b'{"n": 2}', b'{"n": 2}']
+    assert play.lookup("other") == (0, None)
+
+
+def _record_worker(path: str, worker: int, base_url: str) -> None:
+    client = ModelClient(EndpointConfig(base_url=base_url, backoff_base_s=0.001), RoleModels(agent="m"),
+                         cassette=Cassette(path, mode="new_episodes"))
+    for i in range(5):
+        client.chat(role="agent", messages=[{"role": "user", "content": f"worker {worker} question {i}"}])
+        client.chat(role="judge", messages=[{"role": "user", "content": "shared judge prompt"}])
+
+
+def test_two_processes_record_into_one_cassette(model_server, tmp_path):
+    model_server.default_reply = "ok"
+    path = str(tmp_path / "shared.jsonl")
+    mode = Cassette.prepare(path, "all")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_record_worker, args=(path, w, model_server.base_url)) for w in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(20)
+    assert [p.exitcode for p in procs] == [0, 0] and mode == "new_episodes"
+    lines = [json.loads(x) for x in open(path).read().splitlines()]
+    assert all("fp" in e for e in lines[1:]) and len(lines) == 1 + 20  # every line whole, one header
+    cassette = Cassette(path, "none")
+    assert len(cassette) == 10 + 5  # the shared judge prompt: occurrences 0..4, each recorded once
+
+
+def test_keys_cache_includes_endpoint_cassette_does_not(model_server_factory, make_client, tmp_path):
+    a, b = model_server_factory(default_reply="from a"), model_server_factory(default_reply="from b")
+    cache = ResponseCache(tmp_path / "cache")
+    assert make_client(a, api_key="k1", cache=cache).chat(role="agent", messages=MSGS).text == "from a"
+    assert make_client(a, api_key="k2", cache=cache).chat(role="agent", messages=MSGS).cached  # key not in the key
+    assert make_client(b, cache=cache).chat(role="agent", messages=MSGS).text == "from b"  # other endpoint
+    path = tmp_path / "c.jsonl"
+    make_client(a, cassette=Cassette(path, "all")).chat(role="agent", messages=MSGS)
+    replay = make_client(b, cassette=Cassette(path, "new_episodes")).chat(role="agent", messages=MSGS)
+    assert replay.replayed and replay.text == "from a"
+    assert (a.request_count, b.request_count) == (2, 1)
+
+
+def test_a_broken_200_body_is_an_error_and_not_stored(model_server, make_client, tmp_path):
+    client = make_client(model_server, cache=ResponseCache(tmp_path / "cache"),
+                         cassette=Cassette(tmp_path / "c.jsonl", "all"))
+    model_server.script(Reply.raw(b"<html>proxy error</html>"), Reply.raw({"error": {"message": "x"}}))
+    for _ in range(2):
+        with pytest.raises(ModelEndpointError, match="response"):
+            client.chat(role="agent", messages=MSGS)
+    assert len(client.cache) == 0 and len(Cassette(tmp_path / "c.jsonl", "none")) == 0
