@@ -1,0 +1,34 @@
+"""Answers as syrupy snapshots: one readable text file per question under `<rootdir>/snapshots/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.location import PyTestLocation
+
+
+def snapshot_filename(question_id: str) -> str:
+    """`conv17:information_extraction:0` -> `conv17__information_extraction__0` (no ':' in names)."""
+    return question_id.replace(":", "__")
+
+
+class AnswerSnapshotExtension(SingleFileSnapshotExtension):
+    file_extension = "txt"
+    _write_mode = WriteMode.TEXT
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        return str(Path(test_location.item.config.rootpath) / "snapshots")
+
+    @classmethod
+    def discovery_dirname(cls, *, test_location: PyTestLocation) -> str:
+        return cls.dirname(test_location=test_location)
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: PyTestLocation, index=0) -> str:
+        return snapshot_filename(test_location.item.callspec.id)
+
+
+def snapshot_path(rootdir: Path, question_id: str) -> Path:
+    return Path(rootdir) / "snapshots" / f"{snapshot_filename(question_id)}.txt"
