@@ -76,6 +76,8 @@ def configure(config: pytest.Config) -> BeamState:
     enabled = _suite_wanted(config, mode_configured)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
+        if workerinput.get("beam_loadgroup"):
+            config.option.loadgroup = True  # xdist reads it on the worker to suffix nodeids with @group
         worker_id = workerinput["workerid"]
         run_id = workerinput.get("beam_run_id") or uuid.uuid4().hex[:12]
     else:
@@ -84,6 +86,8 @@ def configure(config: pytest.Config) -> BeamState:
                       run_dir=settings.results / run_id)
     config.stash[STASH_KEY] = state
     if enabled and workerinput is None:
+        if settings.dry_run and getattr(config.option, "numprocesses", None):
+            config.option.dist, config.option.numprocesses = "no", None  # the estimate needs no workers
         _use_loadgroup(config)
     if enabled and settings.record_mode != "off":
         if workerinput is not None:
@@ -244,6 +248,15 @@ class Fixtures:
         """xdist controller: every worker shares the run id, so all write into one run dir."""
         node.workerinput["beam_run_id"] = self.state.run_id
         node.workerinput["beam_record_mode"] = self.state.record_mode
+        node.workerinput["beam_loadgroup"] = node.config.option.dist == "loadgroup"
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config, log):
+        if config.getvalue("dist") == "loadgroup":
+            from .xdist_scheduling import make_scheduler
+
+            return make_scheduler(config, log)
+        return None
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if metafunc.definition.nodeid.startswith(SUITE_NODEID + "::") and "beam_question" in metafunc.fixturenames:

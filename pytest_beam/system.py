@@ -66,3 +66,4 @@ class SystemContext:
     settings: Any  # pytest_beam.settings.Settings
     work_dir: Any  # pathlib.Path, private to this conversation
     start_neo4j: Any  # Callable[[], pytest_beam.services.Neo4jConnection]
+    progress: Any = None  # Callable[[str], None]: one line of progress for the user, or None

@@ -1,0 +1,140 @@
+"""The dry-run estimate: calls and tokens by phase, computed from the run's real inputs.
+
+Counted from what the run would send: each conversation's chunks (the real chunker on the real
+documents), the real prompts (extraction, agent system prompt and tool schemas, BEAM's judge
+prompt), every selected question and its rubric. What cannot be known before the model speaks
+— how many agent steps it takes, how long it answers, how many entity pairs are ambiguous — is
+an assumption, named in ASSUMPTIONS and printed with the estimate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+ASSUMPTIONS = {
+    "extraction_completion_ratio": 0.35,  # completion tokens per chunk token (entities + statements)
+    "resolution_calls_per_chunk": 0.5,  # batched entity-resolution and update decisions
+    "resolution_prompt_tokens": 1_200,
+    "resolution_completion_tokens": 250,
+    "agent_steps": 5,  # model steps per question, tools and the final answer included
+    "tool_result_tokens": 700,  # what one tool result adds to the agent's context
+    "agent_completion_tokens": 120,
+    "answer_tokens": 250,
+    "judge_completion_tokens": 90,
+}
+
+
+@dataclass
+class PhaseEstimate:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, calls: int, prompt: int, completion: int) -> None:
+        self.calls += calls
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+
+
+@dataclass
+class Estimate:
+    phases: dict[str, PhaseEstimate] = field(default_factory=dict)
+    chunks: dict[str, int] = field(default_factory=dict)
+    questions: int = 0
+
+    @property
+    def calls(self) -> int:
+        return sum(p.calls for p in self.phases.values())
+
+    @property
+    def tokens(self) -> int:
+        return sum(p.tokens for p in self.phases.values())
+
+    def over_cap(self, settings) -> str | None:
+        problems = []
+        if settings.max_calls is not None and self.calls > settings.max_calls:
+            problems.append(f"{self.calls:,} calls > cap {settings.max_calls:,} (over by {self.calls - settings.max_calls:,}; "
+                            f"raise it with --beam-max-calls)")
+        if settings.max_tokens is not None and self.tokens > settings.max_tokens:
+            problems.append(f"{self.tokens:,} tokens > cap {settings.max_tokens:,} (over by {self.tokens - settings.max_tokens:,}; "
+                            f"raise it with --beam-max-tokens)")
+        if settings.mode == "full" and (settings.max_calls is None or settings.max_tokens is None):
+            problems.append(f"the full set has no default spend cap: set --beam-max-calls and --beam-max-tokens "
+                            f"(the estimate is {self.calls:,} calls and {self.tokens:,} tokens)")
+        return ("the estimate is over the spend cap: " + "; ".join(problems)) if problems else None
+
+
+def _tokens(text: str) -> int:
+    from .memory.tokens import count_tokens
+
+    return count_tokens(text)
+
+
+def _agent_prompt_tokens() -> int:
+    from .memory.prompts_agent import SYSTEM_PROMPT
+    from .memory.tools import ToolBox
+
+    specs = ToolBox(driver=None, database="neo4j").specs()
+    return _tokens(SYSTEM_PROMPT) + _tokens(json.dumps(specs))
+
+
+def estimate_run(bench_set, questions, settings) -> Estimate:
+    from .memory.chunking import chunk_documents
+    from .memory.prompts_ingest import extraction_messages
+    from .scoring.prompts import BINARY_CLASSIFIER_SYSTEM, JUDGE_PROMPT
+
+    a = ASSUMPTIONS
+    estimate = Estimate(phases={p: PhaseEstimate() for p in ("extraction", "resolution", "agent", "judge")})
+    conversations = sorted({q.conversation_id for q in questions}, key=int)
+    for cid in conversations:
+        chunks = chunk_documents(bench_set.documents[cid], settings.chunk_tokens)
+        estimate.chunks[cid] = len(chunks)
+        for chunk in chunks:
+            prompt = sum(_tokens(m["content"]) for m in extraction_messages(chunk))
+            estimate.phases["extraction"].add(1, prompt, int(chunk.tokens * a["extraction_completion_ratio"]) + 60)
+        resolution_calls = round(len(chunks) * a["resolution_calls_per_chunk"])
+        estimate.phases["resolution"].add(resolution_calls, resolution_calls * a["resolution_prompt_tokens"],
+                                          resolution_calls * a["resolution_completion_tokens"])
+    agent_base = _agent_prompt_tokens()
+    judge_base = _tokens(JUDGE_PROMPT)
+    classifier_base = _tokens(BINARY_CLASSIFIER_SYSTEM) + 30
+    steps = min(a["agent_steps"], settings.agent_steps)
+    for q in questions:
+        estimate.questions += 1
+        question_tokens = _tokens(q.question)
+        for step in range(steps):
+            estimate.phases["agent"].add(1, agent_base + question_tokens + step * a["tool_result_tokens"],
+                                         a["agent_completion_tokens"])
+        if q.ability == "event_ordering":
+            events = len(q.rubric)
+            calls = events * (events + 1) // 2  # each answer line against the unused events, on average
+            rubric_tokens = sum(_tokens(r) for r in q.rubric) // max(events, 1)
+            estimate.phases["judge"].add(calls, calls * (classifier_base + rubric_tokens + 25), calls * 2)
+        else:
+            for item in q.rubric:
+                estimate.phases["judge"].add(1, judge_base + question_tokens + _tokens(item) + a["answer_tokens"],
+                                             a["judge_completion_tokens"])
+    return estimate
+
+
+def format_estimate(estimate: Estimate, settings) -> str:
+    rows = [f"pytest-beam dry run: {settings.mode} set, {estimate.questions} questions, "
+            f"{sum(estimate.chunks.values())} chunks of ~{settings.chunk_tokens} tokens "
+            f"({', '.join(f'conv{c}: {n}' for c, n in estimate.chunks.items())})",
+            f"{'phase':<12}{'calls':>10}{'prompt tok':>14}{'completion tok':>16}{'total tok':>14}"]
+    for name, p in estimate.phases.items():
+        rows.append(f"{name:<12}{p.calls:>10,}{p.prompt_tokens:>14,}{p.completion_tokens:>16,}{p.tokens:>14,}")
+    total_prompt = sum(p.prompt_tokens for p in estimate.phases.values())
+    total_completion = sum(p.completion_tokens for p in estimate.phases.values())
+    rows.append(f"{'total':<12}{estimate.calls:>10,}{total_prompt:>14,}{total_completion:>16,}{estimate.tokens:>14,}")
+    caps = (f"cap: {settings.max_calls if settings.max_calls is not None else 'none'} calls, "
+            f"{settings.max_tokens if settings.max_tokens is not None else 'none'} tokens")
+    problem = estimate.over_cap(settings)
+    rows.append(caps + (f" -> {problem}" if problem else " -> within the cap"))
+    rows.append("assumptions: " + ", ".join(f"{k}={v}" for k, v in ASSUMPTIONS.items()))
+    return "\n".join(rows)

@@ -1,0 +1,90 @@
+"""From a question's outcome to pytest's verdict: user properties, the snapshot, pass or fail."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+import pytest
+
+PROPERTY_PREFIX = "beam_"
+
+
+def question_result(outcome) -> dict[str, Any]:
+    """The JSON-able result of one question, carried to the controller and the record."""
+    q, answer, score = outcome.question, outcome.answer, outcome.score
+    flags = sorted(set(answer.flags) | set(score.flags) | ({"known_bad_rubric"} if q.known_bad_rubric else set()))
+    value = 0.0 if {"agent_failure", "timeout"} & set(answer.flags) else score.score
+    detail = score.model_dump(mode="json") if hasattr(score, "model_dump") else dict(score.__dict__)
+    return {
+        "id": q.id, "conversation_id": q.conversation_id, "ability": q.ability, "index": q.index,
+        "question": q.question, "answer": answer.text, "score": value,
+        "score_excluding_known_bad": None if q.known_bad_rubric else value,
+        "event_f1": detail.get("event_f1"), "event_tau_norm": detail.get("event_tau_norm"),
+        "evidence_recall": outcome.evidence_recall, "flags": flags, "known_bad_reason": q.known_bad_rubric,
+        "items": [{"rubric_item": i.get("rubric_item"), "score": i.get("score"), "reason": i.get("reason"),
+                   "parsed": i.get("parsed", True)} for i in detail.get("items", [])],
+        "event_detail": detail.get("event_detail"),
+        "usage": outcome.usage, "agent_steps": answer.steps,
+        "seconds": round(sum(outcome.seconds.values()), 3), "phase_seconds": outcome.seconds,
+        "scorer": detail.get("mode"), "source_message_ids": list(q.source_message_ids),
+        "retrieved_message_ids": sorted(answer.retrieved_message_ids), "trace": answer.trace,
+    }
+
+
+def check_outcome(outcome, runtime, record_property, snapshot) -> None:
+    settings = runtime.settings
+    result = question_result(outcome)
+    result["answer_changed"], result["answer_diff"] = _snapshot(outcome, runtime, snapshot, settings.snapshot)
+    _record(result, record_property)
+    if {"agent_failure", "timeout"} & set(result["flags"]):
+        pytest.fail(f"{result['id']}: the agent gave no answer ({', '.join(result['flags'])}); scored 0", pytrace=False)
+    if result["score"] < settings.pass_score:
+        lines = [f"{result['id']}: score {result['score']:.3f} < pass score {settings.pass_score}"]
+        lines += [f"  [{i['score']}] {i['rubric_item']} — {i['reason']}" for i in result["items"]]
+        if result["event_f1"] is not None:
+            lines.append(f"  event_f1={result['event_f1']:.3f} event_tau_norm={result['event_tau_norm']:.3f}")
+        pytest.fail("\n".join(lines), pytrace=False)
+
+
+def _record(result: dict[str, Any], record_property) -> None:
+    """Metrics as user properties: JUnit XML carries them; xdist brings them to the controller."""
+    for key in ("score", "score_excluding_known_bad", "event_f1", "event_tau_norm", "evidence_recall"):
+        if result[key] is not None:
+            record_property(key, round(float(result[key]), 6))
+    if result["flags"]:
+        record_property("flags", ",".join(result["flags"]))
+    for n, item in enumerate(result["items"]):
+        record_property(f"item_{n}", json.dumps({"score": item["score"], "reason": item["reason"]}))
+    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for usage in result["usage"].values():
+        for key in total:
+            total[key] += int(usage.get(key, 0))
+    for key, value in total.items():
+        record_property(key, value)
+    record_property("agent_steps", result["agent_steps"])
+    compact = {k: v for k, v in result.items() if k != "trace"}
+    record_property(PROPERTY_PREFIX + "result", json.dumps(compact, default=str))
+
+
+def _snapshot(outcome, runtime, snapshot, mode: str) -> tuple[bool | None, str | None]:
+    """`assert` fails on a changed answer; `report` only notes it (with the diff); `off` does nothing."""
+    if mode == "off":
+        return None, None
+    from .results.snapshots import AnswerSnapshotExtension, snapshot_path
+
+    text = (outcome.answer.text or "").rstrip("\n") + "\n"
+    config = runtime.config
+    updating = bool(config.getoption("update_snapshots", False))
+    if mode == "assert" or updating:
+        assert text == snapshot(extension_class=AnswerSnapshotExtension)
+        return False, None
+    path = snapshot_path(config.rootpath, outcome.question.id)
+    if not path.exists():
+        return None, None
+    old = path.read_text(encoding="utf-8")
+    if old == text:
+        return False, None
+    diff = "".join(difflib.unified_diff(old.splitlines(True), text.splitlines(True), "snapshot", "answer"))
+    return True, diff

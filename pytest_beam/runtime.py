@@ -1,0 +1,233 @@
+"""One pytest process's live parts: the model client, the conversations' systems and services.
+
+Built lazily by the `beam_runtime` fixture, so a collect-only, dry or skipped run never imports
+openai or starts a JVM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+
+
+@dataclass
+class ConversationRun:
+    conversation_id: str
+    system: MemorySystem
+    ingest: IngestReport
+    ingest_usage: dict[str, Any]
+
+
+@dataclass
+class Outcome:
+    """Everything one question produced, before pytest decides pass or fail."""
+
+    question: Any  # ProbingQuestion
+    answer: SystemAnswer
+    score: Any  # pytest_beam.scoring QuestionScore
+    usage: dict[str, dict[str, Any]]
+    seconds: dict[str, float] = field(default_factory=dict)
+    evidence_recall: float | None = None
+
+
+class TraceWriter:
+    """Appends every model call and agent step to this process's part of the run's trace."""
+
+    def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
+        self.path = path
+        self.secrets = secrets
+        self.context: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        line = json.dumps({**self.context, **event}, default=str, sort_keys=True)
+        for secret in self.secrets:
+            line = line.replace(secret, "***")
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+
+class Runtime:
+    def __init__(self, state, config: pytest.Config) -> None:
+        self.state = state
+        self.settings = state.settings
+        self.config = config
+        self.conversations: dict[str, ConversationRun] = {}
+        self.services: dict[str, Any] = {}
+        self.connections: dict[str, Any] = {}
+        self.cap_reason: str | None = None
+        self._provider = None
+        self._models = None
+        name = state.worker_id or "main"
+        self.trace = TraceWriter(state.run_dir / f"trace-{name}.jsonl",
+                                 (self.settings.api_key,) if self.settings.api_key else ())
+
+    # ------------------------------------------------------------ model client
+
+    @property
+    def models(self):
+        if self._models is None:
+            from .llm import Budget, Cassette, EndpointConfig, FileBudget, Meter, ModelClient, ResponseCache, RoleModels
+
+            s = self.settings
+            roles = s.role_models()
+            budget: Budget | None = None
+            if s.max_calls is not None or s.max_tokens is not None:
+                budget = FileBudget.in_run_dir(self.state.run_dir, max_calls=s.max_calls, max_tokens=s.max_tokens)
+            cassette = None
+            if s.record_mode != "off":
+                cassette = Cassette(s.cassette, mode=self.state.record_mode)
+            self._models = ModelClient(
+                EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
+                               max_retries=s.max_retries, concurrency=s.concurrency),
+                RoleModels(agent=roles["agent"], extraction=roles["extraction"],
+                           resolution=roles["resolution"], judge=roles["judge"]),
+                meter=Meter(),
+                cache=ResponseCache(s.cache) if s.cache else None,
+                cassette=cassette,
+                budget=budget,
+                trace=self.trace,
+            )
+        return self._models
+
+    @property
+    def meter(self):
+        return self.models.meter
+
+    def say(self, line: str) -> None:
+        """A progress line the user sees while a fixture runs, with or without xdist.
+
+        An xdist worker's fd 2 is the controller's terminal; in one process, capture is
+        suspended around the write so the line is not swallowed.
+        """
+        if self.state.is_worker:
+            os.write(2, f"[{self.state.worker_id}] {line}\n".encode())
+            return
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is None:
+            return
+        with capture.global_and_fixture_disabled() if capture else _null():
+            reporter.write_line(line)
+
+    # ------------------------------------------------------------ services
+
+    def start_neo4j(self, conversation_id: str):
+        """Start the conversation's Neo4j once; the harness stops it with the conversation."""
+        if conversation_id not in self.services:
+            from .services import select_provider
+
+            if self._provider is None:
+                self._provider = select_provider(self.settings.neo4j, work_dir=self.state.run_dir / "neo4j",
+                                                 start_timeout_s=self.settings.neo4j_start_timeout)
+            service = self._provider.create(f"conv{conversation_id}")
+            self.services[conversation_id] = service
+            self.connections[conversation_id] = service.start()
+            self.state.collector.note_service(conversation_id, self._provider.name)
+        return self.connections[conversation_id]
+
+    # ------------------------------------------------------------ conversations
+
+    def open_conversation(self, conversation_id: str) -> ConversationRun:
+        if self.cap_reason:
+            pytest.skip(f"spend cap reached: {self.cap_reason}")
+        context = SystemContext(
+            conversation_id=conversation_id, models=self.models, settings=self.settings,
+            work_dir=self.state.run_dir / f"conv{conversation_id}",
+            start_neo4j=lambda: self.start_neo4j(conversation_id),
+            progress=self.say,
+        )
+        system = self.config.hook.pytest_beam_make_system(context=context)
+        if system is None:
+            raise RuntimeError("no pytest_beam_make_system implementation returned a system")
+        documents = list(self.state.bench_set.documents[conversation_id])
+        before = self.meter.snapshot()
+        self.trace.context = {"conversation": f"conv{conversation_id}", "phase": "ingest"}
+        started = time.monotonic()
+        try:
+            report = system.ingest(documents)
+        except Exception as exc:
+            if _is_budget(exc):
+                self.cap_reason = str(exc)
+                system.close()
+                pytest.skip(f"spend cap reached during ingest: {exc}")
+            system.close()
+            raise
+        finally:
+            self.trace.context = {}
+        report.seconds = report.seconds or (time.monotonic() - started)
+        usage = _usage_dict(self.meter.since(before))
+        self.state.collector.add_ingest(conversation_id, report, usage)
+        run = ConversationRun(conversation_id, system, report, usage)
+        self.conversations[conversation_id] = run
+        return run
+
+    def close_conversation(self, conversation_id: str) -> None:
+        run = self.conversations.pop(conversation_id, None)
+        try:
+            if run is not None:
+                run.system.close()
+        finally:
+            service = self.services.pop(conversation_id, None)
+            self.connections.pop(conversation_id, None)
+            if service is not None:
+                service.stop()
+
+    def close(self) -> None:
+        for cid in list(self.conversations) + list(self.services):
+            self.close_conversation(cid)
+
+    # ------------------------------------------------------------ one question
+
+    def answer_and_score(self, question, conversation: ConversationRun) -> Outcome:
+        if self.cap_reason:
+            pytest.skip(f"spend cap reached: {self.cap_reason}")
+        from .scoring import evidence_recall, score_question
+
+        before = self.meter.snapshot()
+        seconds: dict[str, float] = {}
+        self.trace.context = {"question": question.id, "phase": "agent"}
+        try:
+            started = time.monotonic()
+            answer = conversation.system.answer(question.for_system())
+            seconds["agent"] = time.monotonic() - started
+            self.trace({"kind": "agent_trace", "steps": answer.trace, "answer": answer.text, "flags": answer.flags})
+            self.trace.context = {"question": question.id, "phase": "judge"}
+            started = time.monotonic()
+            score = score_question(question, answer.text, self.models, mode=self.settings.scorer)
+            seconds["judge"] = time.monotonic() - started
+        except Exception as exc:
+            if _is_budget(exc):
+                self.cap_reason = str(exc)
+                pytest.skip(f"spend cap reached: {exc}")
+            raise
+        finally:
+            self.trace.context = {}
+        usage = _usage_dict(self.meter.since(before))
+        recall = evidence_recall(question.source_message_ids, answer.retrieved_message_ids)
+        return Outcome(question, answer, score, usage, seconds, recall)
+
+
+def _null():
+    return contextlib.nullcontext()
+
+
+def _is_budget(exc: BaseException) -> bool:
+    from .llm import BudgetExceeded
+
+    return isinstance(exc, BudgetExceeded)
+
+
+def _usage_dict(snapshot) -> dict[str, dict[str, Any]]:
+    return {role: usage.to_dict() for role, usage in snapshot.items()}

@@ -1,0 +1,126 @@
+"""Every probing question as a pytest item: ids, markers, modes, selection, xdist groups, help."""
+
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+
+def collect(pytester, *args):
+    result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", *args)
+    ids = [line.strip() for line in result.outlines if line.startswith("beam::")]
+    return result, ids
+
+
+@pytest.fixture
+def data_flag(beam_data_dir):
+    return f"--beam-data={beam_data_dir}"
+
+
+def test_lite_lists_exactly_the_two_lite_ids(pytester, data_flag):
+    result, ids = collect(pytester, "-m", "lite", data_flag)
+    assert ids == ["beam::test_question[conv17:information_extraction:0]",
+                   "beam::test_question[conv17:multi_session_reasoning:0]"]
+    assert result.ret == 0
+
+
+def test_full_mode_items_markers_and_groups(pytester, data_flag):
+    pytester.makeconftest("""
+import json
+def pytest_collection_finish(session):
+    rows = [[i.callspec.id, sorted(m.name for m in i.iter_markers()),
+             [m.kwargs.get('name', (m.args or [None])[0]) for m in i.iter_markers('xdist_group')]]
+            for i in session.items]
+    open('items.json', 'w').write(json.dumps(rows))
+""")
+    result, ids = collect(pytester, "--beam-mode=full", data_flag)
+    assert result.ret == 0 and len(ids) == 100
+    import json
+    rows = json.loads((pytester.path / "items.json").read_text())
+    by_ability = Counter(qid.split(":")[1] for qid, _, _ in rows)
+    by_conv = Counter(qid.split(":")[0] for qid, _, _ in rows)
+    assert set(by_ability.values()) == {10} and len(by_ability) == 10
+    assert dict(by_conv) == {"conv1": 20, "conv4": 20, "conv6": 20, "conv13": 20, "conv17": 20}
+    assert sum("known_bad_rubric" in marks for _, marks, _ in rows) == 4
+    for qid, marks, groups in rows:
+        assert "beam" in marks and qid.split(":")[1] in marks
+        assert groups == [qid.split(":")[0]]  # every item carries its conversation's xdist group
+        assert ("lite" in marks) == (qid in {"conv17:information_extraction:0", "conv17:multi_session_reasoning:0"})
+
+
+def test_marker_selection_and_keywords(pytester, data_flag):
+    _, ids = collect(pytester, "--beam-mode=full", "-m", "event_ordering", data_flag)
+    assert len(ids) == 10 and all(":event_ordering:" in i for i in ids)
+    _, ids = collect(pytester, "--beam-mode=full", "-k", "conv4 and summarization", data_flag)
+    assert ids == ["beam::test_question[conv4:summarization:0]", "beam::test_question[conv4:summarization:1]"]
+
+
+def test_markers_are_registered(pytester):
+    result = pytester.runpytest("--markers")
+    for name in ("beam:", "lite:", "known_bad_rubric:", "event_ordering:", "temporal_reasoning:"):
+        assert any(line.startswith(f"@pytest.mark.{name}") for line in result.outlines), name
+
+
+def test_without_a_model_the_questions_skip_with_the_fix(pytester, data_flag):
+    result = pytester.runpytest("-m", "lite", data_flag, "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*no model endpoint configured: set --beam-base-url and --beam-model*"])
+
+
+def test_a_data_problem_stops_the_session_before_any_test(pytester, tmp_path):
+    pytester.makepyfile("def test_other(): pass")
+    result = pytester.runpytest(f"--beam-data={tmp_path / 'missing'}", "--beam")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([f"*data source problem: BEAM data directory {tmp_path / 'missing'} does not exist*"])
+    assert "passed" not in result.stdout.str()
+
+
+def test_explicit_paths_leave_the_suite_out_unless_asked(pytester, data_flag):
+    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    _, ids = collect(pytester, "test_mine.py", data_flag.replace("--beam-data", "--beam-data"))
+    assert len(ids) == 2  # a beam flag on the command line asks for the suite
+    result = pytester.runpytest("--collect-only", "-q", "test_mine.py")
+    assert not [line for line in result.outlines if line.startswith("beam::")]
+
+
+def test_bad_setting_is_a_usage_error(pytester, data_flag):
+    result = pytester.runpytest("--beam-pass-score=2", data_flag)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--beam-pass-score=2.0: must be between 0 and 1*"])
+
+
+def test_help_lists_the_options_in_their_group():
+    out = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, check=True).stdout
+    assert "pytest-beam: the BEAM memory benchmark:" in out
+    for flag in ("--beam-mode", "--beam-data", "--beam-neo4j", "--beam-model", "--beam-judge-model",
+                 "--beam-dry-run", "--beam-record-mode", "--beam-max-calls", "--beam-scorer"):
+        assert flag in out
+
+
+def test_loading_the_plugin_imports_no_heavy_library():
+    code = ("import sys, pytest_beam.plugin, pytest_beam.settings; "
+            "print(sorted(m for m in ('neo4j', 'openai', 'pyarrow', 'huggingface_hub', 'onnxruntime', "
+            "'testcontainers', 'syrupy', 'httpx') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_xdist_keeps_each_conversation_on_one_worker_without_dist_flag(pytester, data_flag):
+    pytester.makeconftest("""
+def pytest_configure(config):
+    if not hasattr(config, 'workerinput'):
+        open('dist.txt', 'w').write(str(config.option.dist))
+""")
+    result = pytester.runpytest_subprocess("--beam-mode=full", "-n", "5", "-v", "-p", "no:randomly", data_flag)
+    assert (pytester.path / "dist.txt").read_text() == "loadgroup"
+    workers: dict[str, set[str]] = {}
+    for line in result.outlines:
+        found = re.search(r"\[(gw\d+)\].*beam::test_question\[(conv\d+):", line)
+        if found:
+            workers.setdefault(found.group(2), set()).add(found.group(1))
+    assert sorted(workers) == ["conv1", "conv13", "conv17", "conv4", "conv6"]
+    assert all(len(w) == 1 for w in workers.values()), workers
+    result.assert_outcomes(skipped=100)
