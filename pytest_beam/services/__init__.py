@@ -1,0 +1,29 @@
+"""Neo4j services: one graph per conversation, from Docker, a local JVM or an existing server.
+
+>>> provider = select_provider("auto")          # or "docker", "local", "bolt://host:7687"
+>>> service = provider.create("conv17")
+>>> conn = service.start()                      # Neo4jConnection(uri, user, password, database)
+>>> driver = open_driver(conn); rows = run_read(driver, conn.database, "RETURN 1 AS x", {})
+>>> service.stop()
+"""
+
+from .access import ReadResult, WriteResult, connection_of, open_driver, run_read, run_write
+from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceDown, Neo4jServiceError
+from .local import NEO4J_VERSION
+from .selection import select_provider
+
+__all__ = [
+    "NEO4J_VERSION",
+    "Neo4jConnection",
+    "Neo4jProvider",
+    "Neo4jService",
+    "Neo4jServiceDown",
+    "Neo4jServiceError",
+    "ReadResult",
+    "WriteResult",
+    "connection_of",
+    "open_driver",
+    "run_read",
+    "run_write",
+    "select_provider",
+]

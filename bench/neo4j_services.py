@@ -1,0 +1,126 @@
+"""Bench the local Neo4j provider: N services started at once (threads).
+
+For each N (default 1 and 5) it reports, per service and summarised:
+  * start-up time to first query: from start() called to a first `RETURN 1` answered through a
+    fresh driver;
+  * resident memory (RSS of the JVM from /proc) after start and after the writes;
+  * write throughput: `UNWIND $rows AS r MERGE (n:Node {id: r.id}) SET n.v = r.v` over 10,000
+    nodes in batches (uniqueness constraint on :Node(id), as the graph schema has), all services
+    writing at the same time.
+
+    .venv/bin/python bench/neo4j_services.py [--counts 1,5] [--nodes 10000] [--batch 1000] [--heap 512m]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_beam.services import open_driver, run_read, run_write  # noqa: E402
+from pytest_beam.services._process import pid_exists  # noqa: E402
+from pytest_beam.services.local import NEO4J_VERSION, LocalNeo4jProvider  # noqa: E402
+
+MERGE = "UNWIND $rows AS r MERGE (n:Node {id: r.id}) SET n.v = r.v"
+
+
+def run_round(n: int, nodes: int, batch: int, heap: str) -> list[dict]:
+    provider = LocalNeo4jProvider(heap=heap)
+    provider.classpath()  # resolve once, outside the timings
+    services = [provider.create(f"bench{n}-{i}") for i in range(n)]
+    results: list[dict] = [{} for _ in services]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(n)
+
+    def one(i: int) -> None:
+        svc, res = services[i], results[i]
+        try:
+            barrier.wait()
+            t0 = time.monotonic()
+            conn = svc.start()
+            driver = open_driver(conn)
+            run_read(driver, conn.database, "RETURN 1 AS x", {}, timeout_s=30, max_rows=1)
+            res["startup_s"] = time.monotonic() - t0
+            res["rss_start_mb"] = svc.rss_bytes() / 2**20
+            run_write(driver, conn.database, "CREATE CONSTRAINT node_id IF NOT EXISTS FOR (n:Node) REQUIRE n.id IS UNIQUE")
+            res["ready"] = time.monotonic()
+            barrier.wait()  # all services write at the same time
+            rows = [{"id": k, "v": k * 3} for k in range(nodes)]
+            t1 = time.monotonic()
+            for k in range(0, nodes, batch):
+                run_write(driver, conn.database, MERGE, {"rows": rows[k : k + batch]})
+            res["write_s"] = time.monotonic() - t1
+            count = run_read(driver, conn.database, "MATCH (n:Node) RETURN count(n) AS c", {}, timeout_s=30, max_rows=1)
+            assert count[0]["c"] == nodes, count
+            res["rss_end_mb"] = svc.rss_bytes() / 2**20
+            res["pid"] = svc.pid
+            driver.close()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        t_stop = time.monotonic()
+        stoppers = [threading.Thread(target=s.stop) for s in services]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join()
+        stop_s = time.monotonic() - t_stop
+    if errors:
+        raise errors[0]
+    leftover = [r["pid"] for r in results if pid_exists(r["pid"])]
+    for r in results:
+        r["stop_all_s"] = stop_s
+        r["leftover"] = leftover
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--counts", default="1,5")
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--batch", type=int, default=1_000)
+    ap.add_argument("--heap", default="512m")
+    args = ap.parse_args()
+    load = os.getloadavg()
+    print(f"Neo4j {NEO4J_VERSION} local provider, heap {args.heap}, page cache 64m; "
+          f"{os.cpu_count()} CPUs, load avg {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} at start")
+    print(f"write: {args.nodes} nodes, UNWIND batches of {args.batch}, all services writing at once\n")
+    header = (f"{'services':>8} {'svc':>4} {'start->1st query s':>19} {'RSS start MB':>13} "
+              f"{'RSS end MB':>11} {'write s':>8} {'nodes/s':>9}")
+    print(header)
+    print("-" * len(header))
+    summary = []
+    for n in [int(x) for x in args.counts.split(",") if x]:
+        res = run_round(n, args.nodes, args.batch, args.heap)
+        for i, r in enumerate(res):
+            print(f"{n:>8} {i:>4} {r['startup_s']:>19.1f} {r['rss_start_mb']:>13.0f} {r['rss_end_mb']:>11.0f} "
+                  f"{r['write_s']:>8.2f} {args.nodes / r['write_s']:>9.0f}")
+        summary.append((n, res))
+    print("\nsummary")
+    print(f"{'services':>8} {'start median/max s':>19} {'RSS/svc MB (end)':>17} {'RSS total MB':>13} "
+          f"{'agg nodes/s':>12} {'stop all s':>11} {'JVMs left':>10}")
+    for n, res in summary:
+        st = [r["startup_s"] for r in res]
+        rss = [r["rss_end_mb"] for r in res]
+        agg = n * args.nodes / max(r["write_s"] for r in res)
+        print(f"{n:>8} {statistics.median(st):>9.1f}/{max(st):<9.1f} {statistics.mean(rss):>17.0f} "
+              f"{sum(rss):>13.0f} {agg:>12.0f} {res[0]['stop_all_s']:>11.1f} {len(res[0]['leftover']):>10}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""``python -m pytest_beam.services [--print]``: resolve (once) and cache the Neo4j class path."""
+
+from .local import main
+
+raise SystemExit(main())

@@ -1,0 +1,157 @@
+"""Talking to one conversation's graph: a driver, read-only queries, writes.
+
+:func:`run_read` runs in a READ transaction (session access mode READ + ``execute_read``), so the
+*server* refuses any write (``Neo.ClientError.Statement.AccessMode``), with a server-side
+transaction timeout and a row cap. That is what the agent's read-only Cypher tool uses.
+
+When the server behind a driver goes away (its JVM killed, container gone, network down) both
+functions raise :class:`~pytest_beam.services.base.Neo4jServiceDown` carrying the conversation
+``label`` of the connection the driver was opened for, so the caller can error only that
+conversation's questions. Every other Neo4j error (syntax, access mode, timeout, constraint)
+comes through unchanged as the driver's ``neo4j.exceptions.Neo4jError``: it is the query's fault,
+not the service's.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .base import Neo4jConnection, Neo4jServiceDown
+
+if TYPE_CHECKING:
+    import neo4j
+
+_CONNECTIONS: "weakref.WeakKeyDictionary[Any, Neo4jConnection]" = weakref.WeakKeyDictionary()
+
+
+def open_driver(
+    conn: Neo4jConnection,
+    *,
+    retry_time_s: float = 5.0,
+    connection_timeout_s: float = 5.0,
+    **config: Any,
+) -> "neo4j.Driver":
+    """A driver for ``conn``. Retries of a failed transaction are capped at ``retry_time_s``
+    (the driver's default is 30 s, too long to notice a dead service), connects time out after
+    ``connection_timeout_s``. Extra keyword arguments go to ``GraphDatabase.driver``."""
+    import neo4j
+
+    config.setdefault("max_transaction_retry_time", retry_time_s)
+    config.setdefault("connection_timeout", connection_timeout_s)
+    config.setdefault("connection_acquisition_timeout", max(10.0, connection_timeout_s * 2))
+    config.setdefault("user_agent", "pytest-beam")
+    driver = neo4j.GraphDatabase.driver(conn.uri, auth=conn.auth, **config)
+    _CONNECTIONS[driver] = conn
+    return driver
+
+
+def connection_of(driver: Any) -> Neo4jConnection | None:
+    """The connection ``driver`` was opened for by :func:`open_driver` (None otherwise)."""
+    try:
+        return _CONNECTIONS.get(driver)
+    except TypeError:
+        return None
+
+
+class ReadResult(list):
+    """The rows of :func:`run_read` (a ``list`` of ``dict``) plus ``truncated``: True when the
+    query had more than ``max_rows`` rows and the rest were dropped."""
+
+    truncated: bool = False
+
+    def __init__(self, rows: list[dict[str, Any]] = (), truncated: bool = False) -> None:  # type: ignore[assignment]
+        super().__init__(rows)
+        self.truncated = truncated
+
+
+def _down_error(driver: Any, database: str | None, exc: BaseException) -> Neo4jServiceDown:
+    conn = connection_of(driver)
+    label = conn.label if conn else ""
+    where = f"{conn.uri} (conversation {label!r}, database {database or conn.database!r})" if conn else "the server"
+    return Neo4jServiceDown(
+        f"Neo4j service at {where} stopped answering: {type(exc).__name__}: {exc}. "
+        "Its process or container may have died; the questions of this conversation cannot run.",
+        label=label,
+    )
+
+
+def _service_failures() -> tuple[type[BaseException], ...]:
+    from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
+    return (ServiceUnavailable, SessionExpired, ConnectionError)
+
+
+def run_read(
+    driver: "neo4j.Driver",
+    database: str | None,
+    cypher: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    timeout_s: float = 10.0,
+    max_rows: int = 1000,
+) -> ReadResult:
+    """Run ``cypher`` in a READ transaction; the server refuses writes and stops it after
+    ``timeout_s``. Returns at most ``max_rows`` rows as dicts (``.truncated`` says if cut)."""
+    import neo4j
+
+    if max_rows < 0:
+        raise ValueError("max_rows must be >= 0")
+
+    @neo4j.unit_of_work(timeout=timeout_s)
+    def work(tx: "neo4j.ManagedTransaction") -> ReadResult:
+        result = tx.run(cypher, dict(params or {}))
+        rows: list[dict[str, Any]] = []
+        truncated = False
+        for record in result:
+            if len(rows) >= max_rows:
+                truncated = True
+                break
+            rows.append(record.data())
+        return ReadResult(rows, truncated)
+
+    try:
+        with driver.session(
+            database=database,
+            default_access_mode=neo4j.READ_ACCESS,
+            fetch_size=max(1, min(max_rows + 1, 1000)),
+        ) as session:
+            return session.execute_read(work)
+    except _service_failures() as exc:
+        raise _down_error(driver, database, exc) from exc
+
+
+class WriteResult(list):
+    """The rows of :func:`run_write` plus ``counters`` (nodes_created, properties_set, ...)."""
+
+    def __init__(self, rows: list[dict[str, Any]] = (), counters: dict[str, int] | None = None) -> None:  # type: ignore[assignment]
+        super().__init__(rows)
+        self.counters = counters or {}
+
+
+def run_write(
+    driver: "neo4j.Driver",
+    database: str | None,
+    cypher: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    timeout_s: float | None = None,
+) -> WriteResult:
+    """Run ``cypher`` in a WRITE transaction (retried by the driver on transient errors)."""
+    import neo4j
+
+    @neo4j.unit_of_work(timeout=timeout_s)
+    def work(tx: "neo4j.ManagedTransaction") -> WriteResult:
+        result = tx.run(cypher, dict(params or {}))
+        rows = [r.data() for r in result]
+        counters = result.consume().counters
+        return WriteResult(
+            rows,
+            {k: v for k, v in vars(counters).items() if isinstance(v, int) and not k.startswith("_")},
+        )
+
+    try:
+        with driver.session(database=database, default_access_mode=neo4j.WRITE_ACCESS) as session:
+            return session.execute_write(work)
+    except _service_failures() as exc:
+        raise _down_error(driver, database, exc) from exc
