@@ -39,6 +39,7 @@ class BeamState:
     collector: Any = None  # pytest_beam.results.collect.RunCollector
     runtime: Any = None  # pytest_beam.runtime.Runtime, built by the first fixture that needs it
     record_mode: str = "off"  # the cassette mode in effect (decided once, on the controller)
+    progress: Any = None  # pytest_beam.runtime.ProgressRelay on an xdist controller
     started: float = field(default_factory=time.time)
 
     @property
@@ -126,6 +127,11 @@ def on_session_start(session: pytest.Session) -> None:
     from .results.collect import RunCollector
 
     state.collector = RunCollector(state)
+    reporter = session.config.pluginmanager.getplugin("terminalreporter")
+    if not state.is_worker and getattr(session.config.option, "numprocesses", None) and reporter is not None:
+        from .runtime import ProgressRelay
+
+        state.progress = ProgressRelay(state.run_dir / "progress", reporter)
 
 
 def add_question_items(session: pytest.Session, config: pytest.Config, items: list) -> None:
@@ -200,6 +206,10 @@ def on_logreport(report: pytest.TestReport) -> None:
     state.collector.add_report(report)
 
 
+def activate(state: BeamState) -> None:
+    _ACTIVE.append(state)
+
+
 def on_unconfigure(config: pytest.Config) -> None:
     state = get_state(config)
     if state is not None and state in _ACTIVE:
@@ -221,6 +231,8 @@ def on_session_finish(session: pytest.Session, exitstatus) -> None:
         return
     if state.runtime is not None:
         state.runtime.close()
+    if state.progress is not None:
+        state.progress.stop()
     if state.is_worker:
         session.config.workeroutput["beam"] = json.dumps(state.collector.worker_payload())
         return
@@ -236,52 +248,57 @@ def write_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 # ---------------------------------------------------------------- fixtures
 
-class Fixtures:
-    """Registered as a plugin when the suite is on, so the fixtures exist only then."""
+def configure_node(node) -> None:
+    """xdist controller: every worker shares the run id, the cassette mode and load groups."""
+    state = get_state(node.config)
+    if state is None or not state.enabled:
+        return
+    node.workerinput["beam_run_id"] = state.run_id
+    node.workerinput["beam_record_mode"] = state.record_mode
+    node.workerinput["beam_loadgroup"] = node.config.option.dist == "loadgroup"
 
-    def __init__(self, state: BeamState) -> None:
-        self.state = state
-        _ACTIVE.append(state)
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:
-        """xdist controller: every worker shares the run id, so all write into one run dir."""
-        node.workerinput["beam_run_id"] = self.state.run_id
-        node.workerinput["beam_record_mode"] = self.state.record_mode
-        node.workerinput["beam_loadgroup"] = node.config.option.dist == "loadgroup"
-
-    @pytest.hookimpl(optionalhook=True, tryfirst=True)
-    def pytest_xdist_make_scheduler(self, config, log):
-        if config.getvalue("dist") == "loadgroup":
-            from .xdist_scheduling import make_scheduler
-
-            return make_scheduler(config, log)
+def make_scheduler(config, log):
+    state = get_state(config)
+    if state is None or not state.enabled or config.getvalue("dist") != "loadgroup":
         return None
+    from .xdist_scheduling import make_scheduler as conversation_scheduler
 
-    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if metafunc.definition.nodeid.startswith(SUITE_NODEID + "::") and "beam_question" in metafunc.fixturenames:
-            metafunc.parametrize(("beam_conversation", "beam_question"), question_params(self.state),
-                                 indirect=["beam_conversation"], scope="session")
+    return conversation_scheduler(config, log)
 
-    @pytest.fixture(scope="session")
-    def beam_runtime(self, request):
-        from .runtime import Runtime
 
-        if self.state.runtime is None:
-            self.state.runtime = Runtime(self.state, request.config)
-        return self.state.runtime
+def generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = get_state(metafunc.config)
+    if state is None or not state.enabled or state.bench_set is None:
+        return
+    if metafunc.definition.nodeid.startswith(SUITE_NODEID + "::") and "beam_question" in metafunc.fixturenames:
+        metafunc.parametrize(("beam_conversation", "beam_question"), question_params(state),
+                             indirect=["beam_conversation"], scope="session")
 
-    @pytest.fixture(scope="session")
-    def beam_conversation(self, request, beam_runtime):
-        """One conversation's memory system, ingested once; its service stops after its questions."""
-        conversation = beam_runtime.open_conversation(request.param)
-        yield conversation
-        beam_runtime.close_conversation(request.param)
 
-    @pytest.fixture
-    def beam_outcome(self, beam_question, beam_conversation, beam_runtime):
-        """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score."""
-        return beam_runtime.answer_and_score(beam_question, beam_conversation)
+@pytest.fixture(scope="session")
+def beam_runtime(request):
+    """This process's model client, services and systems (built on first use)."""
+    from .runtime import Runtime
+
+    state = get_state(request.config)
+    if state.runtime is None:
+        state.runtime = Runtime(state, request.config)
+    return state.runtime
+
+
+@pytest.fixture(scope="session")
+def beam_conversation(request, beam_runtime):
+    """One conversation's memory system, ingested once; its service stops after its questions."""
+    conversation = beam_runtime.open_conversation(request.param)
+    yield conversation
+    beam_runtime.close_conversation(request.param)
+
+
+@pytest.fixture
+def beam_outcome(beam_question, beam_conversation, beam_runtime):
+    """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score."""
+    return beam_runtime.answer_and_score(beam_question, beam_conversation)
 
 
 class GraphRAGProvider:

@@ -36,8 +36,11 @@ def question_result(outcome) -> dict[str, Any]:
 def check_outcome(outcome, runtime, record_property, snapshot) -> None:
     settings = runtime.settings
     result = question_result(outcome)
-    result["answer_changed"], result["answer_diff"] = _snapshot(outcome, runtime, snapshot, settings.snapshot)
+    result["answer_changed"], result["answer_diff"], snapshot_failure = _snapshot(
+        outcome, runtime, snapshot, settings.snapshot)
     _record(result, record_property)
+    if snapshot_failure:
+        pytest.fail(snapshot_failure, pytrace=False)
     if {"agent_failure", "timeout"} & set(result["flags"]):
         pytest.fail(f"{result['id']}: the agent gave no answer ({', '.join(result['flags'])}); scored 0", pytrace=False)
     if result["score"] < settings.pass_score:
@@ -68,23 +71,30 @@ def _record(result: dict[str, Any], record_property) -> None:
     record_property(PROPERTY_PREFIX + "result", json.dumps(compact, default=str))
 
 
-def _snapshot(outcome, runtime, snapshot, mode: str) -> tuple[bool | None, str | None]:
-    """`assert` fails on a changed answer; `report` only notes it (with the diff); `off` does nothing."""
+def _snapshot(outcome, runtime, snapshot, mode: str) -> tuple[bool | None, str | None, str | None]:
+    """(changed, diff, failure): `assert` fails on a changed answer; `report` only notes it;
+    `off` does nothing."""
     if mode == "off":
-        return None, None
+        return None, None, None
     from .results.snapshots import AnswerSnapshotExtension, snapshot_path
 
     text = (outcome.answer.text or "").rstrip("\n") + "\n"
     config = runtime.config
     updating = bool(config.getoption("update_snapshots", False))
-    if mode == "assert" or updating:
-        assert text == snapshot(extension_class=AnswerSnapshotExtension)
-        return False, None
     path = snapshot_path(config.rootpath, outcome.question.id)
-    if not path.exists():
-        return None, None
-    old = path.read_text(encoding="utf-8")
-    if old == text:
-        return False, None
-    diff = "".join(difflib.unified_diff(old.splitlines(True), text.splitlines(True), "snapshot", "answer"))
-    return True, diff
+    old = path.read_text(encoding="utf-8") if path.exists() else None
+    diff = None
+    if old is not None and old != text:
+        diff = "".join(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
+                                            f"snapshot {path.name}", "this run's answer"))
+    if mode == "assert" or updating:
+        # syrupy's own comparison, so --snapshot-update writes and its report counts the check
+        matched = snapshot(extension_class=AnswerSnapshotExtension) == text
+        failure = None
+        if not matched and not updating:
+            why = diff or f"no snapshot at {path} (run once with --snapshot-update to create it)"
+            failure = f"{outcome.question.id}: the answer differs from its snapshot\n{why}"
+        return (old is not None and old != text), diff, failure
+    if old is None:
+        return None, None, None
+    return old != text, diff, None

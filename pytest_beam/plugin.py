@@ -59,8 +59,29 @@ def pytest_configure(config):
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-beam: {exc}") from None
     if state.enabled:
-        config.pluginmanager.register(harness.Fixtures(state), "beam-fixtures")
+        harness.activate(state)
+        config.pluginmanager.register(harness, "beam-fixtures")  # the fixtures live there
         config.pluginmanager.register(harness.GraphRAGProvider(), "beam-graphrag")
+
+
+def pytest_generate_tests(metafunc):
+    from . import harness
+
+    harness.generate_tests(metafunc)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    from . import harness
+
+    harness.configure_node(node)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    from . import harness
+
+    return harness.make_scheduler(config, log)
 
 
 def pytest_sessionstart(session):

@@ -108,11 +108,14 @@ class Runtime:
     def say(self, line: str) -> None:
         """A progress line the user sees while a fixture runs, with or without xdist.
 
-        An xdist worker's fd 2 is the controller's terminal; in one process, capture is
-        suspended around the write so the line is not swallowed.
+        An xdist worker appends it to the run's progress folder, which the controller prints
+        (ProgressRelay); in one process, capture is suspended around the write.
         """
         if self.state.is_worker:
-            os.write(2, f"[{self.state.worker_id}] {line}\n".encode())
+            path = self.state.run_dir / "progress" / f"{self.state.worker_id}.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(f"[{self.state.worker_id}] {line}\n")
             return
         capture = self.config.pluginmanager.getplugin("capturemanager")
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
@@ -217,6 +220,37 @@ class Runtime:
         usage = _usage_dict(self.meter.since(before))
         recall = evidence_recall(question.source_message_ids, answer.retrieved_message_ids)
         return Outcome(question, answer, score, usage, seconds, recall)
+
+
+class ProgressRelay:
+    """On the xdist controller: print the workers' progress lines as they appear."""
+
+    def __init__(self, folder: Path, reporter) -> None:
+        self.folder, self.reporter = folder, reporter
+        self.offsets: dict[Path, int] = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="beam-progress", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(1.0):
+            self.flush()
+
+    def flush(self) -> None:
+        for path in sorted(self.folder.glob("*.log")):
+            offset = self.offsets.get(path, 0)
+            with path.open(encoding="utf-8") as fh:
+                fh.seek(offset)
+                text = fh.read()
+            complete = text[: text.rfind("\n") + 1]
+            self.offsets[path] = offset + len(complete.encode("utf-8"))
+            for line in complete.splitlines():
+                self.reporter.write_line(line)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        self.flush()
 
 
 def _null():

@@ -45,11 +45,18 @@ class GraphRAGSystem(MemorySystem):
         meter = self.context.models.meter
         say = self.context.progress
 
+        before = meter.total()
+        last = [0.0]
+
         def progress(done: int, total: int) -> None:
-            if say is not None:
-                used = meter.total()
-                say(f"conv{self.context.conversation_id} ingest: {done}/{total} chunks, {used.calls} calls, "
-                    f"{used.prompt_tokens + used.completion_tokens:,} tokens, {time.monotonic() - started:.1f}s")
+            now = time.monotonic()
+            if say is None or (done not in (0, total) and now - last[0] < 2.0):
+                return  # a line every two seconds at most, and always the first and last
+            last[0] = now
+            used = meter.total() - before
+            say(f"conv{self.context.conversation_id} ingest: {done}/{total} chunks, {used.calls} calls "
+                f"({used.cached_calls + used.replayed_calls} cached or replayed), "
+                f"{used.prompt_tokens + used.completion_tokens:,} tokens, {now - started:.1f}s")
 
         return ingest_documents(driver, self._database, documents, self.context.models, self._embedder, config,
                                 progress=progress)

@@ -139,8 +139,8 @@ class QuestionRecord(_Model):
     agent_steps: int = 0
     seconds: float = 0.0
     scorer: str | None = None
-    source_message_ids: list[str] = Field(default_factory=list)
-    retrieved_message_ids: list[str] = Field(default_factory=list)
+    source_message_ids: list[int] = Field(default_factory=list)
+    retrieved_message_ids: list[int] = Field(default_factory=list)
     answer_changed: bool | None = Field(None, description="The answer differs from its snapshot (None: not compared)")
     trace: list[dict[str, Any]] = Field(
         default_factory=list,

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..data.records import ProbingQuestion
-from .judge import JudgeModel, ask_judge
+from .judge import CLASSIFIER_MAX_TOKENS, JudgeModel, ask_judge
 from .metrics import event_ordering_metrics
 from .prompts import binary_classifier_messages
 from .scores import EventOrderingDetail, LineMatch, QuestionScore, ScorerMode
@@ -58,7 +58,8 @@ def same_event(judge: JudgeModel, event: str, line: str) -> tuple[bool, str]:
     An empty reply counts as "no" (as upstream: ``"" .lower()`` has no "yes"); a reply with no text
     at all raises :class:`~pytest_beam.scoring.judge.JudgeReplyEmpty`; client errors propagate.
     """
-    reply = ask_judge(judge, binary_classifier_messages(event, line), allow_blank=True)
+    reply = ask_judge(judge, binary_classifier_messages(event, line), allow_blank=True,
+                      max_tokens=CLASSIFIER_MAX_TOKENS)
     return "yes" in reply.lower(), reply
 
 

@@ -82,9 +82,16 @@ class JudgeReplyEmpty(RuntimeError):
     """The judge model answered without text. Not a score: it must surface as a test error."""
 
 
-def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, allow_blank: bool = False) -> str:
+# Upstream sets no output limit; ours bounds the reply (not the prompt), so a rambling local
+# judge cannot run for minutes. Both are far above what a compliant reply needs.
+JUDGE_MAX_TOKENS = 600
+CLASSIFIER_MAX_TOKENS = 16
+
+
+def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, allow_blank: bool = False,
+              max_tokens: int = JUDGE_MAX_TOKENS) -> str:
     """One judge call (role ``"judge"``); returns the reply text. Client exceptions propagate."""
-    result = judge.chat(role=JUDGE_ROLE, messages=messages)
+    result = judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=max_tokens)
     text = result.text
     if text is None or (not allow_blank and not text.strip()):
         raise JudgeReplyEmpty(f"the judge model returned no text (text={text!r})")

@@ -1,0 +1,104 @@
+"""The lite set end to end: real local Neo4j, the scripted model, the whole plugin in a subprocess.
+
+One module-scoped scripted server; each run is a separate pytest process (as a user runs it),
+with its own Neo4j started by the local provider.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.e2e.scripted_beam import LITE_ANSWERS, ScriptedBeamModel
+from tests.model_server import ScriptedModelServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
+IDS = ["conv17:information_extraction:0", "conv17:multi_session_reasoning:0"]
+
+
+@pytest.fixture(scope="module")
+def scripted():
+    model = ScriptedBeamModel()
+    with ScriptedModelServer(responder=model) as server:
+        yield model, server
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    path = tmp_path_factory.mktemp("beam-project")
+    (path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    return path
+
+
+def run(project, server, beam_data_dir, *args):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+           f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+           "--beam-neo4j=local", "--beam-cache=off", f"--beam-results={project / 'results'}", *args]
+    return subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600)
+
+
+def ability_rows(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines()
+            if re.match(r"^\s*(information_extraction|multi_session_reasoning)\b", line)]
+
+
+def test_lite_run_end_to_end(scripted, project, beam_data_dir):
+    model, server = scripted
+    first = run(project, server, beam_data_dir, "--snapshot-update", f"--junitxml={project / 'one.xml'}")
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    assert "2 passed" in first.stdout
+
+    # user properties in JUnit XML
+    cases = {c.get("name"): c for c in ET.parse(project / "one.xml").getroot().iter("testcase")}
+    assert sorted(cases) == sorted(f"test_question[{i}]" for i in IDS)
+    for case in cases.values():
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert float(props["score"]) == 1.0
+        assert float(props["evidence_recall"]) == 1.0
+        assert int(props["calls"]) >= 4 and int(props["prompt_tokens"]) > 0
+        assert json.loads(props["item_0"])["score"] == 1.0
+        assert "beam_result" in props
+
+    # the summary, the record, the report command
+    rows = ability_rows(first.stdout)
+    assert len(rows) == 2 and all("1.000" in r for r in rows), first.stdout[-3000:]
+    assert "the judge is the agent's model" in first.stdout
+    record_files = list((project / "results").glob("*/record.json"))
+    assert len(record_files) == 1
+    record = json.loads(record_files[0].read_text())
+    assert sorted(q["id"] for q in record["questions"]) == IDS
+    assert record["usage"]["extraction"]["calls"] >= 1 and record["usage"]["judge"]["calls"] == 3
+    assert (project / "results" / "NOTICE").exists()
+    report = subprocess.run([sys.executable, "-m", "pytest_beam", "report", "--results", str(project / "results")],
+                            capture_output=True, text=True, cwd=project)
+    assert report.returncode == 0 and ability_rows(report.stdout) == rows
+
+    # snapshots: one readable text file per question
+    snap = project / "snapshots" / "conv17__information_extraction__0.txt"
+    assert snap.read_text().strip() == LITE_ANSWERS[
+        "Which days did I say my kids have their afterschool activities at their school?"]
+
+    # the same run under xdist gives the same per-ability summary
+    second = run(project, server, beam_data_dir, "-n", "2", "--beam-snapshot=assert")
+    assert second.returncode == 0, second.stdout[-4000:]
+    assert ability_rows(second.stdout) == rows
+
+    # one changed answer: assert mode fails with a diff, report mode lists it and passes
+    question = "How many scenes had I filmed in total by July 5 and how many were left to film after that?"
+    model.answers[question] = "You had filmed 12 scenes by July 5 and had 4 scenes left to film."
+    try:
+        strict = run(project, server, beam_data_dir, "--beam-snapshot=assert")
+        assert strict.returncode == 1
+        assert "1 failed, 1 passed" in strict.stdout
+        assert "You had filmed 12 scenes by July 5" in strict.stdout and "By July 5 you had filmed" in strict.stdout
+        lenient = run(project, server, beam_data_dir, "--beam-snapshot=report")
+        assert lenient.returncode == 0, lenient.stdout[-3000:]
+        assert "answer changed: conv17:multi_session_reasoning:0" in lenient.stdout
+        assert "+You had filmed 12 scenes by July 5" in lenient.stdout
+    finally:
+        model.answers[question] = LITE_ANSWERS[question]
