@@ -37,16 +37,16 @@ def questions(answer_ie0: str | None = None, score_ie0: float = 1.0) -> list[Que
         agent_steps=3,
         seconds=6.1,
         scorer="default",
-        source_message_ids=["m12", "m13"],
-        retrieved_message_ids=["m12", "m13", "m40"],
+        source_message_ids=[12, 13],
+        retrieved_message_ids=[12, 13, 40],
         answer_changed=False,
         trace=[
             {"kind": "model", "tool": None, "arguments": None, "result_chars": 0, "message_ids": [],
              "text": "I should search the chat for the dog."},
             {"kind": "tool", "tool": "search_messages", "arguments": {"query": "sister dog name <b>"},
-             "result_chars": 812, "message_ids": ["m12", "m40"]},
-            {"kind": "tool", "tool": "read_messages", "arguments": {"ids": ["m13"]},
-             "result_chars": 240, "message_ids": ["m13"]},
+             "result_chars": 812, "message_ids": [12, 40]},
+            {"kind": "tool", "tool": "read_messages", "arguments": {"ids": [13]},
+             "result_chars": 240, "message_ids": [13]},
         ],
     )
     ie1 = QuestionRecord(
@@ -70,14 +70,14 @@ def questions(answer_ie0: str | None = None, score_ie0: float = 1.0) -> list[Que
         agent_steps=2,
         seconds=4.0,
         scorer="default",
-        source_message_ids=["m50", "m51"],
-        retrieved_message_ids=["m50"],
+        source_message_ids=[50, 51],
+        retrieved_message_ids=[50],
         trace=[  # as the agent writes them: "type" rather than "kind"
             {"type": "model", "step": 1, "mode": "tools", "text": None,
              "tool_calls": [{"name": "search_messages", "arguments": {"query": "moved spring"}}],
              "finish_reason": "tool_calls", "final": False},
             {"type": "tool", "step": 1, "call_id": "c1", "tool": "search_messages", "arguments": {"query": "moved spring"},
-             "result_chars": 500, "message_ids": ["m50", "m7"], "error": False},
+             "result_chars": 500, "message_ids": [50, 7], "error": False},
             {"type": "note", "event": "budget_warning", "calls_left": 1},
         ],
     )
@@ -111,11 +111,11 @@ def questions(answer_ie0: str | None = None, score_ie0: float = 1.0) -> list[Que
         agent_steps=4,
         seconds=9.5,
         scorer="default",
-        source_message_ids=["m3", "m9"],
-        retrieved_message_ids=["m22"],
+        source_message_ids=[3, 9],
+        retrieved_message_ids=[22],
         trace=[
             {"kind": "tool", "tool": "search_messages", "arguments": {"query": "trip"}, "result_chars": 300,
-             "message_ids": ["m22"]},
+             "message_ids": [22]},
         ],
     )
     return [ie0, ie1, eo0]

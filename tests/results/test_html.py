@@ -140,8 +140,8 @@ def test_chart_filter_detail_and_no_script_runs(tmp_path, one_page):
     assert d["items"] == ["Names the dog Biscuit"] and d["item_scores"] == ["1.0"]
     assert d["reasons"] == ["The answer says Biscuit."]
     assert d["steps"] == ["model", "tool: search_messages", "tool: read_messages"]
-    assert d["step_ids"] == ["m12", "m40", "m13"]
-    assert d["highlighted_ids"] == ["m12", "m13"]  # the question's source ids, not m40
+    assert d["step_ids"] == ["12", "40", "13"]
+    assert d["highlighted_ids"] == ["12", "13"]  # the question's source ids, not m40
     # the <script> and <img> in the chat show as text, and nothing of them ran or loaded
     assert XSS_SCRIPT in d["question"] and XSS_SCRIPT in d["answer"] and XSS_IMG in d["answer"]
     assert st["pwned"] is None
@@ -152,7 +152,7 @@ def test_chart_filter_detail_and_no_script_runs(tmp_path, one_page):
 def test_agent_style_steps(tmp_path, one_page):
     d = selftest(tmp_path, one_page, open="conv1:information_extraction:1")["detail"]
     assert d["steps"] == ["model", "tool: search_messages", "note: budget_warning"]
-    assert d["step_ids"] == ["m50", "m7"] and d["highlighted_ids"] == ["m50"]
+    assert d["step_ids"] == ["50", "7"] and d["highlighted_ids"] == ["50"]
     assert d["items"] == ["Says Lisbon", "Mentions the move in April"]
 
 

@@ -106,7 +106,7 @@ def test_round_trip_and_trace_file(tmp_path):
         got = [json.loads(line) for line in fh]
     assert got == json.loads(json.dumps(lines))
     traces = load_traces(results / r.run_id)
-    assert traces["conv1:information_extraction:0"][1]["message_ids"] == ["m12", "m40"]
+    assert traces["conv1:information_extraction:0"][1]["message_ids"] == [12, 40]
     full = with_traces(read_record(results), results / r.run_id)
     assert [qq.trace for qq in full.questions] == [[normalize_step(s) for s in qq.trace] for qq in r.questions]
     # no temporary files left behind by the atomic writes
@@ -221,7 +221,7 @@ def test_load_traces_reads_agent_trace_lines(tmp_path):
     got = load_traces(tmp_path / "res" / "r")
     assert list(got) == ["conv1:information_extraction:1"]
     assert [s["kind"] for s in got["conv1:information_extraction:1"]] == ["model", "tool", "note"]
-    assert got["conv1:information_extraction:1"][1]["message_ids"] == ["m50", "m7"]
+    assert got["conv1:information_extraction:1"][1]["message_ids"] == [50, 7]
 
 
 def test_usage_row_reads_the_meters_latency_field():
