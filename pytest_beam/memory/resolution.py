@@ -1,0 +1,288 @@
+"""Entity resolution: cheap signals decide the clear cases, the model only the ambiguous ones.
+
+Per entity type:
+1. same normalised name (accents, case, punctuation, titles such as "Dr." removed): merge;
+2. blocking: each remaining name is compared only with names that share a word with it and with
+   its few nearest neighbours by embedding (name + description), at most `per_entity` candidates
+   each, so the number of pairs grows linearly with the number of entities;
+3. string similarity (rapidfuzz) and embedding cosine sort each pair into clear merge, clear
+   non-merge, or ambiguous;
+4. ambiguous pairs go to the model (role "resolution") in batches, most similar first, at most
+   `max_llm_pairs` per type; pairs beyond the cap stay apart.
+Merges are transitive (union-find) and each group is merged into one kept node in Neo4j.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .graph_schema import ENTITY_TYPES
+
+_TITLES = {"dr", "mr", "mrs", "ms", "miss", "mx", "prof", "professor", "sir", "dame", "madam", "doctor"}
+_ORG_SUFFIXES = {"inc", "ltd", "llc", "corp", "corporation", "co", "gmbh", "plc", "sa", "ag"}
+_NON_WORD = re.compile(r"[^\w\s]+")
+
+CLEAR_MERGE_RATIO = 0.92
+AMBIGUOUS_TOKEN_SET = 0.85
+AMBIGUOUS_RATIO = 0.75
+AMBIGUOUS_COSINE = 0.85
+MAX_POSTING = 50  # a word shared by more names than this is too common to block on
+
+
+def normalise_name(name: str, entity_type: str) -> str:
+    text = unicodedata.normalize("NFKD", name or "")
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    words = _NON_WORD.sub(" ", text).split()
+    if words and words[0] == "the" and len(words) > 1:
+        words = words[1:]
+    if entity_type == "Person":
+        while len(words) > 1 and words[0] in _TITLES:
+            words = words[1:]
+    if entity_type == "Organization":
+        while len(words) > 1 and words[-1] in _ORG_SUFFIXES:
+            words = words[:-1]
+    return " ".join(words)
+
+
+def _digits(text: str) -> str:
+    return "".join(sorted(re.findall(r"\d+", text)))
+
+
+@dataclass
+class Candidate:
+    left: dict[str, Any]
+    right: dict[str, Any]
+    ratio: float
+    token_set: float
+    cosine: float
+
+    @property
+    def score(self) -> float:
+        return max(self.token_set, self.cosine, self.ratio)
+
+
+@dataclass
+class ResolutionStats:
+    entities: int = 0
+    merged_by_name: int = 0
+    merged_by_similarity: int = 0
+    merged_by_model: int = 0
+    candidate_pairs: int = 0
+    model_pairs: int = 0
+    pairs_over_cap: int = 0
+    model_calls: int = 0
+    invalid_replies: int = 0
+
+    def add(self, other: "ResolutionStats") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        if rb < ra:
+            ra, rb = rb, ra
+        self.parent[rb] = ra
+        return True
+
+
+def _keep_key(entity: dict[str, Any]) -> tuple:
+    """The node a group is merged into: most mentioned, then first mentioned, then longest name."""
+    first = entity.get("first")
+    return (-int(entity.get("mentions") or 0), first if first is not None else 1 << 30,
+            -len(entity["name"]), entity["id"])
+
+
+def candidate_pairs(entities: list[dict[str, Any]], per_entity: int = 3, neighbours: int = 3) -> list[Candidate]:
+    """Blocked candidate pairs among `entities` (one per normalised name), each pair once."""
+    from rapidfuzz import fuzz
+
+    by_id = {e["id"]: e for e in entities}
+    ids = [e["id"] for e in entities]
+    postings: dict[str, list[str]] = {}
+    for e in entities:
+        for word in set(e["norm_name"].split()):
+            if len(word) >= 2:
+                postings.setdefault(word, []).append(e["id"])
+    near: dict[str, set[str]] = {i: set() for i in ids}
+    for members in postings.values():
+        if len(members) > MAX_POSTING:
+            continue
+        for a in members:
+            near[a].update(m for m in members if m != a)
+    vectors = [e.get("embedding") for e in entities]
+    if len(entities) > 1 and all(vectors):
+        import numpy as np
+
+        matrix = np.asarray(vectors, dtype=np.float32)
+        for start in range(0, len(ids), 512):
+            sims = matrix[start:start + 512] @ matrix.T
+            for row in range(sims.shape[0]):
+                sims[row, start + row] = -2.0
+            k = min(neighbours, len(ids) - 1)
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k > 0 else np.empty((sims.shape[0], 0), int)
+            for row in range(sims.shape[0]):
+                near[ids[start + row]].update(ids[j] for j in top[row])
+
+    def cosine(a: dict, b: dict) -> float:
+        # rounded: float noise between machines must not reorder pairs (prompts are replayed by content)
+        if a.get("embedding") and b.get("embedding"):
+            return round(float(sum(x * y for x, y in zip(a["embedding"], b["embedding"]))), 3)
+        return 0.0
+
+    scored: dict[tuple[str, str], Candidate] = {}
+    for a_id in ids:
+        a = by_id[a_id]
+        mine = []
+        for b_id in near[a_id]:
+            b = by_id[b_id]
+            pair = (a_id, b_id) if a_id < b_id else (b_id, a_id)
+            if pair in scored:
+                mine.append(scored[pair])
+                continue
+            mine.append(Candidate(
+                by_id[pair[0]], by_id[pair[1]],
+                ratio=fuzz.ratio(a["norm_name"], b["norm_name"]) / 100.0,
+                token_set=fuzz.token_set_ratio(a["norm_name"], b["norm_name"]) / 100.0,
+                cosine=cosine(a, b),
+            ))
+        mine.sort(key=lambda c: (-c.score, c.left["id"], c.right["id"]))
+        for c in mine[:per_entity]:
+            scored[(c.left["id"], c.right["id"])] = c
+    return sorted(scored.values(), key=lambda c: (-c.score, c.left["id"], c.right["id"]))
+
+
+def classify(c: Candidate) -> str:
+    """"merge", "apart" or "ask"."""
+    same_numbers = _digits(c.left["norm_name"]) == _digits(c.right["norm_name"])
+    if c.ratio >= CLEAR_MERGE_RATIO and same_numbers and min(len(c.left["norm_name"]), len(c.right["norm_name"])) >= 5:
+        return "merge"
+    if c.token_set >= AMBIGUOUS_TOKEN_SET or c.ratio >= AMBIGUOUS_RATIO or c.cosine >= AMBIGUOUS_COSINE:
+        return "ask"
+    return "apart"
+
+
+@dataclass
+class EntityResolver:
+    driver: Any
+    database: str
+    models: Any
+    embedder: Any
+    executor: Executor
+    max_llm_pairs: int = 500
+    batch_pairs: int = 20
+    max_tokens: int = 1024
+    stats: ResolutionStats = field(default_factory=ResolutionStats)
+    notes: list[str] = field(default_factory=list)
+
+    def run(self, entity_types: tuple[str, ...] = ENTITY_TYPES, on_call: Callable[[], None] | None = None) -> ResolutionStats:
+        for entity_type in entity_types:
+            self.stats.add(self.resolve_type(entity_type, on_call))
+        return self.stats
+
+    def resolve_type(self, entity_type: str, on_call: Callable[[], None] | None = None) -> ResolutionStats:
+        from . import store
+
+        stats = ResolutionStats()
+        entities = store.load_entities(self.driver, self.database, entity_type)
+        stats.entities = len(entities)
+        if len(entities) < 2:
+            return stats
+        missing = [e for e in entities if not e.get("embedding")]
+        if missing:
+            vectors = self.embedder.embed([_entity_text(e) for e in missing])
+            for e, v in zip(missing, vectors):
+                e["embedding"] = v
+            store.set_entity_embeddings(self.driver, self.database,
+                                        [{"id": e["id"], "embedding": e["embedding"]} for e in missing])
+        groups = _UnionFind()
+        by_norm: dict[str, str] = {}
+        for e in entities:  # ordered by id
+            first = by_norm.setdefault(e["norm_name"], e["id"])
+            if first != e["id"] and groups.union(first, e["id"]):
+                stats.merged_by_name += 1
+        representatives = [e for e in entities if by_norm[e["norm_name"]] == e["id"]]
+        candidates = candidate_pairs(representatives)
+        stats.candidate_pairs = len(candidates)
+        ask: list[Candidate] = []
+        for c in candidates:
+            verdict = classify(c)
+            if verdict == "merge":
+                if groups.union(c.left["id"], c.right["id"]):
+                    stats.merged_by_similarity += 1
+            elif verdict == "ask":
+                ask.append(c)
+        # pairs already joined through clear merges need no question
+        ask = [c for c in ask if groups.find(c.left["id"]) != groups.find(c.right["id"])]
+        if len(ask) > self.max_llm_pairs:
+            stats.pairs_over_cap = len(ask) - self.max_llm_pairs
+            self.notes.append(f"resolution {entity_type}: {stats.pairs_over_cap} ambiguous pairs over "
+                              f"max_llm_pairs={self.max_llm_pairs} were left apart")
+            ask = ask[:self.max_llm_pairs]
+        stats.model_pairs = len(ask)
+        for c, same in self._ask_model(entity_type, ask, stats, on_call):
+            if same and groups.union(c.left["id"], c.right["id"]):
+                stats.merged_by_model += 1
+        members: dict[str, list[dict[str, Any]]] = {}
+        for e in entities:
+            members.setdefault(groups.find(e["id"]), []).append(e)
+        pairs = []
+        for group in members.values():
+            if len(group) < 2:
+                continue
+            keep = min(group, key=_keep_key)
+            pairs.extend({"keep": keep["id"], "drop": e["id"]} for e in sorted(group, key=lambda x: x["id"])
+                         if e["id"] != keep["id"])
+        store.merge_entities(self.driver, self.database, pairs)
+        return stats
+
+    def _ask_model(self, entity_type: str, ask: list[Candidate], stats: ResolutionStats,
+                   on_call: Callable[[], None] | None):
+        from ..llm.errors import StructuredOutputError
+        from .extraction_schema import ResolutionReply
+        from .prompts_ingest import resolution_messages
+
+        batches = [ask[i:i + self.batch_pairs] for i in range(0, len(ask), self.batch_pairs)]
+
+        def call(batch: list[Candidate]):
+            messages = resolution_messages(entity_type, [(c.left, c.right) for c in batch])
+            try:
+                return self.models.structured(role="resolution", messages=messages, schema=ResolutionReply,
+                                              max_tokens=self.max_tokens).value
+            except StructuredOutputError:
+                return None
+
+        futures = [self.executor.submit(call, batch) for batch in batches]
+        for batch, future in zip(batches, futures):
+            reply = future.result()
+            stats.model_calls += 1
+            if on_call:
+                on_call()
+            if reply is None:
+                stats.invalid_replies += 1
+                continue
+            answers = {d.pair: d.same for d in reply.decisions}
+            for number, c in enumerate(batch):
+                yield c, bool(answers.get(number, False))
+
+
+def _entity_text(entity: dict[str, Any]) -> str:
+    summary = entity.get("summary") or ""
+    return f"{entity['name']}: {summary}" if summary else entity["name"]

@@ -1,0 +1,282 @@
+"""Every Cypher statement of ingest: batched `UNWIND` writes, idempotent by deterministic ids.
+
+Reads whose rows feed a prompt are ordered (`ORDER BY`), so prompts are deterministic. Entity
+merges rewire relationships with plain Cypher (no APOC): each relationship type found on the
+duplicate is copied to the kept node explicitly, then the duplicate is `DETACH DELETE`d.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Sequence
+
+from .graph_schema import ENTITY_TYPES, STATEMENT_TYPES
+
+WRITE_BATCH = 500
+OWN_LABELS = ("Session", "Message", "Chunk", "Entity", "Statement", "IngestMarker")
+
+
+def _batches(rows: Sequence[Any], size: int = WRITE_BATCH) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(rows), size):
+        yield rows[start:start + size]
+
+
+def _session(driver: Any, database: str) -> Any:
+    # "label does not exist" and similar notices on a young graph are expected: keep logs quiet
+    return driver.session(database=database, notifications_min_severity="OFF")
+
+
+def _run(driver: Any, database: str, query: str, params: dict[str, Any], write: bool) -> list[dict[str, Any]]:
+    def work(tx: Any) -> list[dict[str, Any]]:
+        return [record.data() for record in tx.run(query, params)]
+
+    with _session(driver, database) as session:
+        return session.execute_write(work) if write else session.execute_read(work)
+
+
+def _write(driver: Any, database: str, query: str, rows: Sequence[Any], **params: Any) -> None:
+    for batch in _batches(rows):
+        _run(driver, database, query, {"rows": list(batch), **params}, write=True)
+
+
+def _read(driver: Any, database: str, query: str, **params: Any) -> list[dict[str, Any]]:
+    return _run(driver, database, query, params, write=False)
+
+
+# -- the ingest cache ------------------------------------------------------------------------------
+
+def find_marker(driver: Any, database: str, key: str) -> dict[str, Any] | None:
+    rows = _read(driver, database, "MATCH (k:IngestMarker {key: $key}) RETURN k.report AS report", key=key)
+    if not rows:
+        return None
+    try:
+        return json.loads(rows[0]["report"] or "{}")
+    except (TypeError, ValueError):
+        return None
+
+
+def write_marker(driver: Any, database: str, key: str, report: dict[str, Any], settings: dict[str, Any]) -> None:
+    _run(driver, database,
+         "MERGE (k:IngestMarker {key: $key}) SET k.report = $report, k.settings = $settings, "
+         "k.written_at = datetime()",
+         {"key": key, "report": json.dumps(report, sort_keys=True),
+          "settings": json.dumps(settings, sort_keys=True)}, write=True)
+
+
+def reset_graph(driver: Any, database: str) -> None:
+    """Remove what an earlier (other or unfinished) ingest left; other nodes are not touched."""
+    where = " OR ".join(f"n:{label}" for label in OWN_LABELS)
+    with _session(driver, database) as session:
+        session.run(
+            f"MATCH (n) WHERE {where} CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
+        ).consume()
+
+
+# -- structure: sessions, messages, chunks ---------------------------------------------------------
+
+def write_sessions(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MERGE (s:Session {number: row.number})
+        SET s.date = CASE WHEN row.date IS NULL THEN null ELSE date(row.date) END
+    """, rows)
+
+
+def write_messages(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MERGE (m:Message {id: row.id})
+        SET m:Searchable, m.role = row.role, m.text = row.text, m.order = row.order,
+            m.session = row.session, m.embedding = row.embedding
+        WITH m, row
+        MATCH (s:Session {number: row.session})
+        MERGE (m)-[:IN_SESSION]->(s)
+    """, rows)
+
+
+def write_chunks(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MERGE (c:Chunk {id: row.id})
+        SET c.index = row.index, c.session = row.session, c.message_ids = row.message_ids,
+            c.tokens = row.tokens, c.document = row.document
+        WITH c, row
+        UNWIND row.message_ids AS mid
+        MATCH (m:Message {id: mid})
+        MERGE (c)-[:CONTAINS]->(m)
+    """, rows)
+
+
+# -- extraction results ----------------------------------------------------------------------------
+
+def write_entities(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    """Rows: id, type, name, norm_name, summary, date, chunk. Written in chunk order, so the
+    first description seen is kept (deterministic whatever order extraction finished in)."""
+    for entity_type in ENTITY_TYPES:
+        typed = [r for r in rows if r["type"] == entity_type]
+        if not typed:
+            continue
+        _write(driver, database, f"""
+            UNWIND $rows AS row
+            MERGE (e:Entity {{id: row.id}})
+            ON CREATE SET e:{entity_type}, e.type = row.type, e.name = row.name,
+                e.norm_name = row.norm_name, e.summary = row.summary, e.date = row.date,
+                e.aliases = [row.name]
+            ON MATCH SET e.summary = CASE WHEN coalesce(e.summary, '') = '' THEN row.summary ELSE e.summary END,
+                e.date = coalesce(e.date, row.date)
+            WITH e, row
+            MATCH (c:Chunk {{id: row.chunk}})
+            MERGE (e)-[:MENTIONED_IN]->(c)
+        """, typed)
+
+
+def write_statements(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    """Rows: id, type, text, subject, value, unit, session, chunk, order, message_ids, about
+    (entity ids), topic (entity id or null), embedding."""
+    for statement_type in STATEMENT_TYPES:
+        typed = [r for r in rows if r["type"] == statement_type]
+        if not typed:
+            continue
+        _write(driver, database, f"""
+            UNWIND $rows AS row
+            MERGE (s:Statement {{id: row.id}})
+            SET s:Searchable:{statement_type}, s.type = row.type, s.text = row.text,
+                s.subject = row.subject, s.value = row.value, s.unit = row.unit,
+                s.session = row.session, s.chunk = row.chunk, s.order = row.order,
+                s.message_ids = row.message_ids, s.embedding = row.embedding,
+                s.superseded = coalesce(s.superseded, false)
+            WITH s, row
+            CALL (s, row) {{
+                MATCH (session:Session {{number: row.session}})
+                MERGE (s)-[:STATED_IN]->(session)
+            }}
+            CALL (s, row) {{
+                UNWIND row.message_ids AS mid
+                MATCH (m:Message {{id: mid}})
+                MERGE (s)-[:FROM_MESSAGE]->(m)
+            }}
+            CALL (s, row) {{
+                UNWIND row.about AS eid
+                MATCH (e:Entity {{id: eid}})
+                MERGE (s)-[:ABOUT]->(e)
+            }}
+            CALL (s, row) {{
+                WITH s, row WHERE row.topic IS NOT NULL
+                MATCH (t:Topic {{id: row.topic}})
+                MERGE (s)-[:TRIGGERED_BY]->(t)
+            }}
+        """, typed)
+
+
+# -- entity resolution -----------------------------------------------------------------------------
+
+def load_entities(driver: Any, database: str, entity_type: str) -> list[dict[str, Any]]:
+    if entity_type not in ENTITY_TYPES:
+        raise ValueError(entity_type)
+    return _read(driver, database, f"""
+        MATCH (e:{entity_type})
+        OPTIONAL MATCH (e)-[:MENTIONED_IN]->(c:Chunk)
+        WITH e, collect(DISTINCT c.session) AS sessions, count(DISTINCT c) AS mentions, min(c.index) AS first
+        RETURN e.id AS id, e.name AS name, e.norm_name AS norm_name, coalesce(e.summary, '') AS summary,
+               e.embedding AS embedding, sessions, mentions, first
+        ORDER BY e.id
+    """)
+
+
+def set_entity_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MATCH (e:Entity {id: row.id})
+        SET e.embedding = row.embedding
+    """, rows)
+
+
+def merge_entities(driver: Any, database: str, pairs: list[dict[str, str]]) -> None:
+    """Merge each `drop` entity into its `keep` entity: copy every relationship, then delete.
+
+    `pairs` must not chain (no id is both a keep and a drop): merge groups into one root.
+    """
+    if not pairs:
+        return
+    keeps = {p["keep"] for p in pairs}
+    if keeps & {p["drop"] for p in pairs}:
+        raise ValueError("merge pairs chain; merge each group into one root")
+    types = _read(driver, database, """
+        UNWIND $drops AS did
+        MATCH (d:Entity {id: did})-[r]-(other)
+        RETURN DISTINCT type(r) AS type, startNode(r) = d AS outgoing
+        ORDER BY type, outgoing
+    """, drops=sorted(p["drop"] for p in pairs))
+    for row in types:
+        rel = row["type"].replace("`", "``")
+        pattern = "(d)-[r:`{0}`]->(other)" if row["outgoing"] else "(other)-[r:`{0}`]->(d)"
+        new = "(k)-[n:`{0}`]->(other)" if row["outgoing"] else "(other)-[n:`{0}`]->(k)"
+        _write(driver, database, f"""
+            UNWIND $rows AS row
+            MATCH (k:Entity {{id: row.keep}}), (d:Entity {{id: row.drop}})
+            MATCH {pattern.format(rel)}
+            WHERE other <> k
+            MERGE {new.format(rel)}
+            SET n += properties(r)
+        """, pairs)
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MATCH (k:Entity {id: row.keep}), (d:Entity {id: row.drop})
+        SET k.aliases = reduce(acc = [], a IN coalesce(k.aliases, []) + coalesce(d.aliases, [d.name]) |
+                               CASE WHEN a IN acc THEN acc ELSE acc + a END),
+            k.summary = CASE WHEN coalesce(k.summary, '') = '' THEN d.summary ELSE k.summary END,
+            k.date = coalesce(k.date, d.date)
+        DETACH DELETE d
+    """, pairs)
+
+
+# -- updates over time -----------------------------------------------------------------------------
+
+def load_update_candidates(driver: Any, database: str) -> list[dict[str, Any]]:
+    """Facts and Measures with the entities they are about, in conversation order."""
+    return _read(driver, database, """
+        MATCH (s:Statement) WHERE s:Fact OR s:Measure
+        OPTIONAL MATCH (s)-[:ABOUT]->(e:Entity)
+        WITH s, collect(DISTINCT e.id) AS about, collect(DISTINCT e.name) AS about_names
+        RETURN s.id AS id, s.type AS type, s.text AS text, s.session AS session, s.chunk AS chunk,
+               s.order AS order, s.unit AS unit, s.embedding AS embedding, about, about_names
+        ORDER BY s.order, s.id
+    """)
+
+
+def write_supersedes(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    """Rows: newer, older, session (the newer's)."""
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MATCH (n:Statement {id: row.newer}), (o:Statement {id: row.older})
+        MERGE (n)-[:SUPERSEDES]->(o)
+        SET o.superseded = true, o.superseded_in_session = row.session
+    """, rows)
+
+
+def write_contradicts(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MATCH (n:Statement {id: row.newer}), (o:Statement {id: row.older})
+        MERGE (n)-[:CONTRADICTS]->(o)
+    """, rows)
+
+
+# -- stats -----------------------------------------------------------------------------------------
+
+def graph_stats(driver: Any, database: str) -> dict[str, Any]:
+    nodes = _read(driver, database, """
+        MATCH (n) WHERE n:Entity OR n:Statement
+        UNWIND labels(n) AS label
+        WITH label WHERE NOT label IN ['Entity', 'Statement', 'Searchable']
+        RETURN label, count(*) AS n ORDER BY label
+    """)
+    rels = _read(driver, database, "MATCH ()-[r]->() RETURN type(r) AS type, count(*) AS n ORDER BY type")
+    chunks = _read(driver, database, "MATCH (c:Chunk) RETURN count(c) AS n")[0]["n"]
+    messages = _read(driver, database, "MATCH (m:Message) RETURN count(m) AS n")[0]["n"]
+    sessions = _read(driver, database, "MATCH (s:Session) RETURN count(s) AS n")[0]["n"]
+    return {
+        "entities_by_type": {row["label"]: row["n"] for row in nodes},
+        "relations_by_type": {row["type"]: row["n"] for row in rels},
+        "chunks": chunks, "messages": messages, "sessions": sessions,
+    }

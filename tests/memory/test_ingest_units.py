@@ -1,0 +1,129 @@
+"""The pure parts of ingest: names, blocking, schemas, prompts, embeddings (no Neo4j)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from pytest_beam.data.records import Document, Message
+from pytest_beam.memory.chunking import chunk_documents
+from pytest_beam.memory.extraction_schema import Extraction, ResolutionReply
+from pytest_beam.memory.prompts_ingest import extraction_messages, resolution_messages
+from pytest_beam.memory.resolution import Candidate, candidate_pairs, classify, normalise_name
+from pytest_beam.memory.temporal import update_candidates
+
+
+def test_normalise_name_folds_accents_case_titles_and_suffixes():
+    assert normalise_name("Dr. Ana Lopez", "Person") == normalise_name("Ana López", "Person") == "ana lopez"
+    assert normalise_name("Dr. Ana Lopez", "Topic") == "dr ana lopez"  # titles only drop for people
+    assert normalise_name("Acme, Inc.", "Organization") == "acme"
+    assert normalise_name("The Louvre", "Place") == "louvre"
+
+
+def _entity(i, name, vector=None, kind="Person"):
+    return {"id": f"{kind}:{name}", "name": name, "norm_name": normalise_name(name, kind), "summary": "",
+            "embedding": vector, "mentions": 1, "first": i}
+
+
+def test_classify_clear_merge_ambiguous_and_apart():
+    def pair(a, b, cos=0.0):
+        from rapidfuzz import fuzz
+        ea, eb = _entity(0, a), _entity(1, b)
+        return classify(Candidate(ea, eb, fuzz.ratio(ea["norm_name"], eb["norm_name"]) / 100,
+                                  fuzz.token_set_ratio(ea["norm_name"], eb["norm_name"]) / 100, cos))
+
+    assert pair("Alexandra Fitzgerald", "Alexandra Fitzgeral") == "merge"
+    assert pair("Ana Lopez", "Ana Lopes") == "ask"  # short names: one letter may be another person
+    assert pair("Ana", "Ana Lopez") == "ask"
+    assert pair("Python 3", "Python 2") == "ask"  # numbers differ: never a clear merge
+    assert pair("Ana Lopez", "Carlos Ruiz") == "apart"
+
+
+def test_candidate_pairs_grow_linearly():
+    def unit(i, n=8):
+        v = [math.sin((i + 1) * (k + 1) * 0.37) for k in range(n)]
+        norm = math.sqrt(sum(x * x for x in v))
+        return [x / norm for x in v]
+
+    for size in (50, 400):
+        entities = [_entity(i, f"Person{i} Common", unit(i)) for i in range(size)]
+        pairs = candidate_pairs(entities, per_entity=3)
+        assert len(pairs) <= 3 * size
+        assert len({(c.left["id"], c.right["id"]) for c in pairs}) == len(pairs)
+
+
+def test_update_candidates_pair_older_with_newer_about_the_same_entity():
+    def st(i, text, chunk, order, about, vec):
+        return {"id": f"s{i}", "type": "Fact", "text": text, "session": order + 1, "chunk": chunk, "order": order,
+                "unit": None, "embedding": vec, "about": about, "about_names": about}
+
+    same, other = [1.0, 0.0], [0.0, 1.0]
+    statements = [
+        st(0, "The deadline is May 1.", "c0", 0, ["Event:deadline"], same),
+        st(1, "The user likes tea.", "c0", 0, ["Topic:tea"], other),
+        st(2, "The deadline is May 15.", "c1", 1, ["Event:deadline"], same),
+        st(3, "The deadline is May 15.", "c2", 2, ["Event:deadline"], same),  # repeated: no update of s2
+    ]
+    pairs = [(p.older["id"], p.newer["id"]) for p in update_candidates(statements)]
+    assert pairs == [("s0", "s2"), ("s0", "s3")]
+
+
+def test_extraction_schema_is_bounded_and_lenient_about_length():
+    schema = Extraction.model_json_schema()
+    entity = schema["$defs"]["ExtractedEntity"]["properties"]
+    statement = schema["$defs"]["ExtractedStatement"]["properties"]
+    assert entity["name"]["maxLength"] == 80 and statement["text"]["maxLength"] == 300
+    assert schema["properties"]["entities"]["maxItems"] == 25 and statement["about"]["maxItems"] == 4
+    value = Extraction.model_validate({
+        "entities": [{"type": "Person", "name": "x" * 500}],
+        "statements": [{"type": "Measure", "text": "runs 5 km", "value": 5, "unit": "km", "message_ids": [1]}],
+    })
+    assert len(value.entities[0].name) == 80 and value.statements[0].value == "5"
+    with pytest.raises(ValueError):
+        Extraction.model_validate({"entities": [{"type": "Animal", "name": "cat"}]})
+    assert ResolutionReply.model_json_schema()["properties"]["decisions"]["maxItems"] == 50
+
+
+def test_prompts_are_deterministic_and_state_session_date_and_ids():
+    document = Document(conversation_id="5", name="session-2", session_number=2, session_date=dt.date(2024, 2, 29),
+                        messages=(Message(id=7, role="user", text="Hi"), Message(id=8, role="assistant", text="Hello")))
+    chunk = chunk_documents([document])[0]
+    first, again = extraction_messages(chunk), extraction_messages(chunk)
+    assert first == again
+    assert first[1]["content"].startswith("Session 2, dated 2024-02-29. Message ids in this excerpt: 7, 8.")
+    assert "[message 7, user] Hi" in first[1]["content"]
+    pairs = [({"name": "Ana", "summary": "", "sessions": [3, 1]}, {"name": "Ana Lopez", "summary": "x", "sessions": [2]})]
+    text = resolution_messages("Person", pairs)[1]["content"]
+    assert 'A: "Ana" (no description; sessions 1, 3)' in text
+
+
+def test_local_embedder_gives_unit_vectors_that_rank_related_text_higher():
+    from pytest_beam.memory.embeddings import cosine, make_embedder
+
+    embedder = make_embedder("local")
+    assert make_embedder("local")._model is embedder._model  # one model per process
+    vectors = embedder.embed(["The deadline moved from May 1 to May 15.",
+                              "The project is now due on the fifteenth of May.",
+                              "I like to eat pizza with my friends.", ""])
+    assert len(vectors) == 4 and all(len(v) == embedder.dimensions == 384 for v in vectors)
+    assert all(abs(math.sqrt(sum(x * x for x in v)) - 1.0) < 1e-4 for v in vectors)
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.3
+    assert embedder.embed(["The deadline moved from May 1 to May 15."])[0] == pytest.approx(vectors[0], abs=1e-5)
+
+
+def test_endpoint_embedder_uses_the_model_client():
+    from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
+    from pytest_beam.memory.embeddings import EmbeddingUnavailable, make_embedder
+    from tests.model_server import ScriptedModelServer
+
+    with pytest.raises(EmbeddingUnavailable):
+        make_embedder("remote")
+    with ScriptedModelServer(embedding_dim=16) as server:
+        client = ModelClient(EndpointConfig(base_url=server.base_url, max_retries=0), RoleModels(agent="a"))
+        embedder = make_embedder("endpoint:embed-small", client)
+        vectors = embedder.embed(["a", "b", "c"])
+        assert embedder.name == "endpoint:embed-small" and embedder.dimensions == 16
+        assert len(vectors) == 3 and server.embedding_requests[0].body["model"] == "embed-small"
+        client.close()
