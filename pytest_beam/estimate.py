@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 ASSUMPTIONS = {
     "extraction_completion_ratio": 0.35,  # completion tokens per chunk token (entities + statements)
-    "resolution_calls_per_chunk": 0.5,  # batched entity-resolution and update decisions
-    "resolution_prompt_tokens": 1_200,
-    "resolution_completion_tokens": 250,
+    "resolution_calls_per_chunk": 0.45,  # batched resolution and update decisions (bench/ingest_cost.py: 0.43-0.45)
+    "resolution_prompt_tokens": 550,
+    "resolution_completion_tokens": 120,
     "agent_steps": 5,  # model steps per question, tools and the final answer included
     "tool_result_tokens": 700,  # what one tool result adds to the agent's context
     "agent_completion_tokens": 120,
@@ -85,17 +85,19 @@ def _agent_prompt_tokens() -> int:
 
 def estimate_run(bench_set, questions, settings) -> Estimate:
     from .memory.chunking import chunk_documents
+    from .memory.extraction_schema import Extraction
     from .memory.prompts_ingest import extraction_messages
     from .scoring.prompts import BINARY_CLASSIFIER_SYSTEM, JUDGE_PROMPT
 
     a = ASSUMPTIONS
     estimate = Estimate(phases={p: PhaseEstimate() for p in ("extraction", "resolution", "agent", "judge")})
+    schema_tokens = _tokens(json.dumps(Extraction.model_json_schema()))  # sent with every extraction call
     conversations = sorted({q.conversation_id for q in questions}, key=int)
     for cid in conversations:
         chunks = chunk_documents(bench_set.documents[cid], settings.chunk_tokens)
         estimate.chunks[cid] = len(chunks)
         for chunk in chunks:
-            prompt = sum(_tokens(m["content"]) for m in extraction_messages(chunk))
+            prompt = schema_tokens + sum(_tokens(m["content"]) for m in extraction_messages(chunk))
             estimate.phases["extraction"].add(1, prompt, int(chunk.tokens * a["extraction_completion_ratio"]) + 60)
         resolution_calls = round(len(chunks) * a["resolution_calls_per_chunk"])
         estimate.phases["resolution"].add(resolution_calls, resolution_calls * a["resolution_prompt_tokens"],

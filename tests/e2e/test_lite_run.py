@@ -7,6 +7,7 @@ with its own Neo4j started by the local provider.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,11 +36,15 @@ def project(tmp_path_factory):
     return path
 
 
-def run(project, server, beam_data_dir, *args):
+KEY = "sk-beam-test-0123456789-distinctive-key"
+
+
+def run(project, server, beam_data_dir, *args, env=None):
     cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
            f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
            "--beam-neo4j=local", "--beam-cache=off", f"--beam-results={project / 'results'}", *args]
-    return subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
 
 
 def ability_rows(stdout: str) -> list[str]:
@@ -49,9 +54,22 @@ def ability_rows(stdout: str) -> list[str]:
 
 def test_lite_run_end_to_end(scripted, project, beam_data_dir):
     model, server = scripted
-    first = run(project, server, beam_data_dir, "--snapshot-update", f"--junitxml={project / 'one.xml'}")
+    first = run(project, server, beam_data_dir, "--snapshot-update", f"--junitxml={project / 'one.xml'}",
+                "--beam-record-mode=all", f"--beam-cassette={project / 'lite.jsonl'}", env={"BEAM_API_KEY": KEY})
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
     assert "2 passed" in first.stdout
+
+    # the key went to the server, and into no output: terminal, record, trace, cassette, JUnit XML
+    assert any(KEY in (r.headers.get("authorization") or "") for r in server.requests)
+    assert KEY not in first.stdout + first.stderr
+    written = [p for p in project.rglob("*") if p.is_file()]
+    assert {p.name for p in written} >= {"record.json", "trace.jsonl.gz", "lite.jsonl", "one.xml"}
+    for path in written:
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            import gzip
+            data = gzip.decompress(data)
+        assert KEY.encode() not in data, path
 
     # user properties in JUnit XML
     cases = {c.get("name"): c for c in ET.parse(project / "one.xml").getroot().iter("testcase")}

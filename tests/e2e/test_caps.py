@@ -1,0 +1,63 @@
+"""Spend caps: over the estimate the run refuses to start; the hard cap stops it cleanly mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.scripted_beam import ScriptedBeamModel
+from tests.model_server import Reply, ScriptedModelServer, tool_call
+
+pytestmark = [pytest.mark.e2e]
+
+
+def beam(project, server, beam_data_dir, *args):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+           f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+           "--beam-neo4j=local", "--beam-cache=off", f"--beam-results={project / 'results'}", "-rs", *args]
+    return subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    return tmp_path
+
+
+def test_an_over_budget_run_refuses_to_start_before_any_request(project, beam_data_dir):
+    with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
+        proc = beam(project, server, beam_data_dir, "--beam-max-calls=5")
+        assert server.request_count == 0
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "the estimate is over the spend cap: 17 calls > cap 5 (over by 12; raise it with --beam-max-calls)" \
+        in proc.stdout + proc.stderr
+    assert not (project / "results").exists()
+
+
+class LoopingAgent(ScriptedBeamModel):
+    """Searches forever: only the step limit or the spend cap ends it."""
+
+    def agent_step(self, body):
+        step = sum(1 for m in body["messages"] if m.get("role") == "tool")
+        return Reply.calls(tool_call("hybrid_search", {"query": f"more {step}"}, id=f"call_{step}"))
+
+
+@pytest.mark.neo4j
+def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_data_dir):
+    with ScriptedModelServer(responder=LoopingAgent()) as server:
+        proc = beam(project, server, beam_data_dir, "--beam-max-calls=18", "--beam-agent-steps=12")
+        requests = server.request_count
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert requests == 18  # the cap, not one more
+    assert "spend cap reached" in proc.stdout and "--beam-max-calls" in proc.stdout
+    record = json.loads(next((project / "results").glob("*/record.json")).read_text())
+    assert record["partial"] is True and record["partial_reason"] == "spend cap reached"
+    skipped = [q for q in record["questions"] if q["outcome"] == "skipped"]
+    answered = [q for q in record["questions"] if q["outcome"] != "skipped"]
+    assert skipped and all("spend cap reached" in q["error"] for q in skipped)
+    assert all(q["score"] is not None for q in answered)  # what finished before the cap keeps its score
+    assert sum(u["calls"] for u in record["usage"].values()) == 18  # everything measured is kept
