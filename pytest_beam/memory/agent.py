@@ -1,0 +1,316 @@
+"""The agent: answers one question from one conversation's graph with read-only tools.
+
+Two ways to talk to the model, chosen by ``AgentConfig.tool_mode``:
+
+* ``"native"``: the endpoint's own tool calling (``tools`` in the request). A reply without a
+  tool call is the final answer.
+* ``"json"``: every step is a ``models.structured(...)`` call whose reply is an
+  :class:`AgentAction` — a tool and its arguments, or a final answer. Works with any model that
+  can return JSON (grammar-constrained endpoints always can).
+* ``"auto"`` (default): start native, and fall back to JSON actions for this question when
+  (a) the endpoint refuses the request with tools (HTTP 400/422 whose text mentions tools), or
+  (b) the model's *first* native reply has no tool call. Rule (b) is sound because no memory
+  question can be answered before looking at the memory: a first reply without a tool call
+  means the endpoint dropped the tools silently (llama.cpp does this with a chat template
+  lacking tool blocks) or the model does not call tools by itself. A model that does call tools
+  is unaffected; one that answers straight away costs one extra call. The refusal in (a) is
+  remembered for the client, so later questions go straight to JSON actions.
+  With record/replay, use an explicit mode if the endpoint refuses tools: a refused request is
+  not a recorded reply.
+
+Limits: ``max_steps`` model calls with tools and ``timeout_s`` per question. Reaching either
+makes one last call without tools that asks for the best answer from what was gathered; if it
+gives text, that is the answer (flag-free); if not, the answer is empty with the flag
+``agent_failure`` (steps) or ``timeout``. The harness scores those 0 as failures.
+
+Model infrastructure errors (:class:`ModelEndpointError`, :class:`BudgetExceeded`,
+:class:`CassetteMiss`) propagate, as do Neo4j outages: they are errors, not answers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..data.records import SystemQuestion
+from ..llm.errors import ModelEndpointError, StructuredOutputError
+from ..system import SystemAnswer
+from . import prompts_agent as prompts
+from .search import Embedder
+from .tools import ToolBox, ToolLimits, ToolResult
+
+ToolMode = Literal["native", "json", "auto"]
+ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_rules", "read_messages", "cypher"]
+AGENT_ROLE = "agent"
+FLAG_AGENT_FAILURE = "agent_failure"
+FLAG_TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    tool_mode: ToolMode = "auto"
+    max_steps: int = 12
+    timeout_s: float = 300.0
+    max_tokens: int = 1024
+    final_max_tokens: int = 1024
+    limits: ToolLimits = ToolLimits()
+    trace_text_chars: int = 2000  # model text kept in the trace per step
+
+    def __post_init__(self) -> None:
+        if self.tool_mode not in ("native", "json", "auto"):
+            raise ValueError(f"tool_mode must be 'native', 'json' or 'auto', not {self.tool_mode!r}")
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+
+
+class AgentAction(BaseModel):
+    """One step of the JSON-action mode: a tool call, or the final answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: ToolName | None = Field(default=None,
+                                  description="The tool to call, or null when giving the final answer.")
+    arguments: dict[str, Any] | None = Field(default=None, description="The tool's arguments.")
+    final_answer: str | None = Field(default=None, max_length=4000,
+                                     description="The answer to the question, or null when calling a tool.")
+
+
+def evidence_recall(source_ids: Any, retrieved_ids: Any) -> float | None:
+    """Share of ``source_ids`` among ``retrieved_ids``; None when there are no source ids
+    (abstention questions have none)."""
+    sources = set(source_ids or ())
+    if not sources:
+        return None
+    return len(sources & set(retrieved_ids or ())) / len(sources)
+
+
+# Clients whose endpoint refused native tools (rule (a) above): skip straight to JSON actions.
+_REFUSED_NATIVE: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _refuses_tools(exc: ModelEndpointError) -> bool:
+    if exc.status not in (400, 422):
+        return False
+    text = f"{exc.reason or ''} {exc}".lower()
+    return "tool" in text or "function" in text
+
+
+class _SwitchToJson(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Run:
+    """The state of one question: messages, trace, ids seen, clock."""
+
+    def __init__(self, driver: Any, database: str, question: SystemQuestion, models: Any,
+                 embedder: Embedder | None, config: AgentConfig) -> None:
+        self.question = question
+        self.models = models
+        self.config = config
+        self.started = time.monotonic()
+        self.toolbox = ToolBox(driver, database, embedder, config.limits, deadline=self.seconds_left)
+        self.trace: list[dict[str, Any]] = []
+        self.retrieved: set[int] = set()
+        self.model_calls = 0
+        self.tool_calls = 0
+
+    # -- clock ---------------------------------------------------------------------------------
+
+    def seconds_left(self) -> float:
+        return self.config.timeout_s - (time.monotonic() - self.started)
+
+    def timed_out(self) -> bool:
+        return self.seconds_left() <= 0
+
+    # -- trace ---------------------------------------------------------------------------------
+
+    def _cut(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        limit = self.config.trace_text_chars
+        return text if len(text) <= limit else text[:limit] + f"…[cut: {len(text) - limit} more characters]"
+
+    def note(self, event: str, **fields: Any) -> None:
+        self.trace.append({"type": "note", "event": event, **fields})
+
+    def model_step(self, mode: str, *, text: str | None, tool_calls: list[dict[str, Any]],
+                   finish_reason: str | None = None, usage: Any = None, final: bool = False) -> None:
+        self.model_calls += 1
+        entry: dict[str, Any] = {"type": "model", "step": self.model_calls, "mode": mode,
+                                 "text": self._cut(text), "tool_calls": tool_calls,
+                                 "finish_reason": finish_reason, "final": final}
+        if usage is not None and hasattr(usage, "to_dict"):
+            entry["usage"] = usage.to_dict()
+        self.trace.append(entry)
+
+    def run_tool(self, name: str, arguments: Any, call_id: str | None = None,
+                 arguments_error: str | None = None) -> ToolResult:
+        self.tool_calls += 1
+        if arguments_error:
+            result = ToolResult(f"Error: {arguments_error}. Call the tool again with a JSON object.",
+                                is_error=True)
+        else:
+            result = self.toolbox.call(name, arguments)
+        self.retrieved.update(result.message_ids)
+        self.trace.append({"type": "tool", "step": self.model_calls, "call_id": call_id, "tool": name,
+                           "arguments": arguments, "result_chars": result.chars,
+                           "message_ids": list(result.message_ids), "error": result.is_error})
+        return result
+
+    def answer(self, text: str, flags: list[str] | None = None) -> SystemAnswer:
+        return SystemAnswer(text=text, retrieved_message_ids=set(self.retrieved), trace=self.trace,
+                            steps=self.model_calls, flags=list(flags or []))
+
+
+def answer_question(driver: Any, database: str, question: SystemQuestion, models: Any,
+                    embedder: Embedder | None, config: AgentConfig | None = None) -> SystemAnswer:
+    """Answer ``question`` from the graph in ``database``; see the module docstring."""
+    config = config or AgentConfig()
+    run = _Run(driver, database, question, models, embedder, config)
+    mode = config.tool_mode
+    if mode == "auto" and _is_refused(models):
+        run.note("json_mode", reason="endpoint refused native tools earlier")
+        mode = "json"
+    if mode in ("native", "auto"):
+        try:
+            return _native_loop(run, strict=(mode == "native"))
+        except _SwitchToJson as switch:
+            run.note("json_mode", reason=switch.reason)
+    return _json_loop(run)
+
+
+def _is_refused(models: Any) -> bool:
+    try:
+        return models in _REFUSED_NATIVE
+    except TypeError:
+        return False
+
+
+def _remember_refusal(models: Any) -> None:
+    try:
+        _REFUSED_NATIVE.add(models)
+    except TypeError:
+        pass
+
+
+# -- native tool calling ---------------------------------------------------------------------------
+
+def _native_loop(run: _Run, strict: bool) -> SystemAnswer:
+    config = run.config
+    tools = run.toolbox.specs()
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": prompts.SYSTEM_PROMPT},
+        {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
+    ]
+    used_tool = False
+    for step in range(config.max_steps):
+        if run.timed_out():
+            return _finish(run, messages, FLAG_TIMEOUT, "native")
+        try:
+            result = run.models.chat(role=AGENT_ROLE, messages=messages, tools=tools, tool_choice="auto",
+                                     max_tokens=config.max_tokens)
+        except ModelEndpointError as exc:
+            if not strict and step == 0 and _refuses_tools(exc):
+                _remember_refusal(run.models)
+                raise _SwitchToJson(f"endpoint refused tools: HTTP {exc.status}") from None
+            raise
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+        run.model_step("native", text=result.text, tool_calls=calls, finish_reason=result.finish_reason,
+                       usage=result.usage)
+        if not result.tool_calls:
+            if not strict and not used_tool:
+                raise _SwitchToJson(prompts.NO_TOOL_FIRST_STEP_NOTE)
+            text = (result.text or "").strip()
+            if text:
+                return run.answer(text)
+            return _finish(run, messages, FLAG_AGENT_FAILURE, "native")  # an empty reply: ask once more
+        used_tool = True
+        messages.append(result.to_message())
+        for call in result.tool_calls:
+            tool_result = run.run_tool(call.name, call.arguments, call.id, call.arguments_error)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": tool_result.text})
+    return _finish(run, messages, FLAG_AGENT_FAILURE, "native")
+
+
+# -- JSON actions ----------------------------------------------------------------------------------
+
+def _json_loop(run: _Run) -> SystemAnswer:
+    config = run.config
+    tools = run.toolbox.specs()
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": prompts.json_mode_system_prompt(tools)},
+        {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
+    ]
+    for _ in range(config.max_steps):
+        if run.timed_out():
+            return _finish(run, messages, FLAG_TIMEOUT, "json")
+        try:
+            result = run.models.structured(role=AGENT_ROLE, messages=messages, schema=AgentAction,
+                                           max_tokens=config.max_tokens)
+        except StructuredOutputError as exc:
+            run.model_step("json", text=exc.raw_text, tool_calls=[], usage=exc.usage)
+            run.note("invalid_action", error=exc.validation_error[:500])
+            return _finish(run, messages, FLAG_AGENT_FAILURE, "json")
+        action: AgentAction = result.value
+        if action.tool:
+            calls = [{"id": None, "name": action.tool, "arguments": action.arguments or {}}]
+            run.model_step("json", text=result.raw_text, tool_calls=calls, usage=result.usage)
+            tool_result = run.run_tool(action.tool, action.arguments or {})
+            messages.append({"role": "assistant", "content": _action_json(action)})
+            messages.append({"role": "user", "content": prompts.TOOL_RESULT_TEMPLATE.format(
+                tool=action.tool, step=run.tool_calls, result=tool_result.text)})
+            continue
+        run.model_step("json", text=result.raw_text, tool_calls=[], usage=result.usage)
+        text = (action.final_answer or "").strip()
+        if text:
+            return run.answer(text)
+        messages.append({"role": "assistant", "content": _action_json(action)})
+        messages.append({"role": "user", "content": "Your action had neither a tool nor a final answer. "
+                                                    "Reply with one of them."})
+    return _finish(run, messages, FLAG_AGENT_FAILURE, "json")
+
+
+def _action_json(action: AgentAction) -> str:
+    """The action as the assistant's turn, in one canonical form (requests must be stable)."""
+    return json.dumps(action.model_dump(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+# -- the last call -----------------------------------------------------------------------------------
+
+def _finish(run: _Run, messages: list[dict[str, Any]], flag: str, mode: str) -> SystemAnswer:
+    """The step limit or the time is up: one call without tools for the best answer so far."""
+    run.note("limit_reached", reason="timeout" if flag == FLAG_TIMEOUT else "steps_or_no_answer",
+             model_calls=run.model_calls)
+    final_messages = list(messages) + [{"role": "user", "content": prompts.FINAL_NUDGE}]
+    # Infrastructure errors (endpoint, budget, cassette) propagate from here as everywhere.
+    result = run.models.chat(role=AGENT_ROLE, messages=final_messages,
+                             max_tokens=run.config.final_max_tokens)
+    text = (result.text or "").strip()
+    run.model_step(mode, text=result.text, tool_calls=[], finish_reason=result.finish_reason,
+                   usage=result.usage, final=True)
+    if text and mode == "json":
+        text = _unwrap_json_answer(text)
+    if text:
+        return run.answer(text)
+    return run.answer("", [flag])
+
+
+def _unwrap_json_answer(text: str) -> str:
+    """A JSON-mode model may answer the last call with an action object anyway."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            return text
+        if isinstance(data, dict):
+            answer = data.get("final_answer")
+            return answer.strip() if isinstance(answer, str) else ""
+    return text

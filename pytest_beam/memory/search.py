@@ -1,0 +1,269 @@
+"""Hybrid search over the graph's Searchable nodes (messages and statements).
+
+Two rankings of the same nodes, fused with reciprocal rank fusion (RRF):
+
+* full-text: ``db.index.fulltext.queryNodes`` on the ``searchable_text`` index. The query is
+  built from the user's words only, each escaped for Lucene, so no text (a question, a word of
+  the chat) can inject Lucene syntax;
+* vector: ``db.index.vector.queryNodes`` on the ``searchable_embedding`` index with the query's
+  embedding.
+
+Each method returns up to ``depth`` candidates; a node's fused score is
+``sum(1 / (rrf_k + rank))`` over the methods that found it (rank counted from 1). Every ordering
+has a tie-breaker (score, then kind, then id), so the same graph always gives the same list: the
+recorded model replies are replayed keyed by the exact request, and tool results feed requests.
+
+Everything here is parametrised Cypher; nothing a user or the chat wrote is spliced into a query.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Protocol, Sequence
+
+from .graph_schema import FULLTEXT_INDEX, VECTOR_INDEX
+
+Kind = Literal["message", "statement"]
+Method = Literal["hybrid", "fulltext", "vector"]
+
+#: Reciprocal-rank-fusion constant and per-method weights, tuned on bench/retrieval.py (its
+#: ``--grid``): on BEAM's questions the vector ranking is the better one, so it counts double,
+#: and a small constant lets the top ranks of each list dominate. The textbook k=60 with equal
+#: weights lost to vector search alone there (recall@10 0.479 vs 0.505); the whole region
+#: k in 1..10 with weight 1.5..3 does better, by a margin of about one question in ninety.
+DEFAULT_RRF_K = 5
+DEFAULT_WEIGHTS: dict[str, float] = {"fulltext": 1.0, "vector": 2.0}
+#: Candidates each method contributes before fusion, as a multiple of the hits asked for.
+DEFAULT_DEPTH_FACTOR = 4
+MIN_DEPTH = 40
+
+#: Characters with a meaning in Lucene's classic query syntax (``&&`` and ``||`` are covered by
+#: their single characters).
+_LUCENE_SPECIAL = set('+-&|!(){}[]^"~*?:\\/')
+_LUCENE_OPERATORS = {"AND", "OR", "NOT", "TO"}
+#: Question words that match half the chat and say nothing of the topic. The index analyser
+#: keeps stop words, so the query drops them itself.
+_STOP_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not of off on once only or other our ours ourselves out over own same she should so
+some such than that the their theirs them themselves then there these they this those through to too
+under until up very was we were what when where which while who whom why will with would you your
+yours yourself yourselves
+""".split())
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 64
+
+
+class Embedder(Protocol):
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def escape_lucene(text: str) -> str:
+    """Escape every Lucene special character; lower-case the boolean operators."""
+    out = []
+    for ch in text:
+        out.append("\\" + ch if ch in _LUCENE_SPECIAL else ch)
+    escaped = "".join(out)
+    return " ".join(w.lower() if w in _LUCENE_OPERATORS else w for w in escaped.split(" "))
+
+
+def fulltext_query(text: str, drop_stop_words: bool = True) -> str:
+    """A safe Lucene query from free text: its words, escaped, OR-ed (Lucene's default).
+
+    Returns '' when no searchable word is left (the caller then skips the full-text half).
+    """
+    words = _WORD.findall(text)
+    kept = [w for w in words if not (drop_stop_words and w.lower() in _STOP_WORDS)]
+    if not kept:  # a query of stop words only: better them than nothing
+        kept = words
+    seen: set[str] = set()
+    terms = []
+    for word in kept:
+        key = word.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        terms.append(escape_lucene(key))
+        if len(terms) >= MAX_QUERY_TERMS:
+            break
+    return " ".join(terms)
+
+
+@dataclass
+class SearchHit:
+    kind: Kind
+    id: Any  # int for a message, str for a statement
+    text: str
+    session: int | None
+    date: str | None  # ISO date of the session, or None
+    message_ids: list[int]  # the message itself, or the messages a statement came from
+    role: str | None = None  # messages
+    order: int | None = None  # messages
+    statement_type: str | None = None  # statements: Fact, Instruction, Preference, Measure
+    superseded: bool | None = None  # statements
+    score: float = 0.0
+    ranks: dict[str, int] = field(default_factory=dict)  # method -> rank (1-based)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.kind, str(self.id))
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if hasattr(value, "iso_format"):  # neo4j.time.Date
+        return value.iso_format()
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return str(value)
+
+
+_KIND_FILTER = {
+    "any": "(node:Message OR node:Statement)",
+    "messages": "node:Message",
+    "statements": "node:Statement",
+}
+
+# One projection for both procedures: the node's kind, its session and date, and the ids of
+# the messages behind it. Pattern comprehensions keep one row per node (and run on any Neo4j 5);
+# their lists are ordered in Python.
+_PROJECTION = """
+RETURN CASE WHEN node:Message THEN 'message' ELSE 'statement' END AS kind,
+       node.id AS id, node.text AS text, node.role AS role, node.order AS ord,
+       node.session AS node_session,
+       [(node)-[:IN_SESSION|STATED_IN]->(s:Session) | [s.number, s.date]] AS sessions,
+       [l IN labels(node) WHERE l IN ['Fact', 'Instruction', 'Preference', 'Measure']][0] AS stype,
+       node.superseded AS superseded,
+       [(node)-[:FROM_MESSAGE]->(m:Message) | [coalesce(m.order, m.id), m.id]] AS sources, score
+"""
+
+FULLTEXT_CYPHER = (
+    "CALL db.index.fulltext.queryNodes($index, $query, {limit: $depth}) YIELD node, score\n"
+    "WHERE {filter}\n" + _PROJECTION
+)
+VECTOR_CYPHER = (
+    "CALL db.index.vector.queryNodes($index, $depth, $embedding) YIELD node, score\n"
+    "WHERE {filter}\n" + _PROJECTION
+)
+
+
+def _rows_to_hits(rows: Iterable[Any]) -> list[SearchHit]:
+    hits = []
+    for r in rows:
+        kind = r["kind"]
+        if kind == "message":
+            mids = [int(r["id"])]
+        else:
+            mids = [int(i) for _, i in sorted((o, i) for o, i in r["sources"] if i is not None)]
+        sessions = sorted(((n, d) for n, d in r["sessions"] if n is not None), key=lambda x: x[0])
+        session, date = sessions[0] if sessions else (r["node_session"], None)
+        hits.append(SearchHit(
+            kind=kind, id=r["id"], text=r["text"] or "", session=session, date=_iso(date),
+            message_ids=mids, role=r["role"], order=r["ord"], statement_type=r["stype"],
+            superseded=(bool(r["superseded"]) if kind == "statement" else None),
+            score=float(r["score"]),
+        ))
+    # Stable order: score (rounded so float noise cannot reorder), then kind, then id.
+    hits.sort(key=lambda h: (-round(h.score, 6), h.kind, _id_key(h.id)))
+    for rank, hit in enumerate(hits, 1):
+        hit.ranks = {"self": rank}
+    return hits
+
+
+def _id_key(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, int) else (1, str(value))
+
+
+def _read(driver: Any, database: str, cypher: str, params: dict[str, Any]) -> list[Any]:
+    """Run a query in a READ transaction (the server refuses writes), without the server's
+    notifications (a graph without statements makes it warn about unknown relationship types)."""
+    import neo4j
+
+    def work(tx: Any) -> list[Any]:
+        return list(tx.run(cypher, params))
+
+    with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS,
+                        notifications_min_severity="OFF") as session:
+        return session.execute_read(work)
+
+
+def fulltext_search(driver: Any, database: str, text: str, depth: int, kind: str = "any") -> list[SearchHit]:
+    query = fulltext_query(text)
+    if not query:
+        return []
+    cypher = FULLTEXT_CYPHER.replace("{filter}", _KIND_FILTER[kind])
+    rows = _read(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)})
+    return _rows_to_hits(rows)
+
+
+def vector_search_by_embedding(driver: Any, database: str, embedding: Sequence[float], depth: int,
+                               kind: str = "any") -> list[SearchHit]:
+    cypher = VECTOR_CYPHER.replace("{filter}", _KIND_FILTER[kind])
+    rows = _read(driver, database, cypher,
+                 {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)})
+    return _rows_to_hits(rows)
+
+
+def vector_search(driver: Any, database: str, text: str, embedder: Embedder, depth: int,
+                  kind: str = "any") -> list[SearchHit]:
+    if not text.strip():
+        return []
+    embedding = embedder.embed([text])[0]
+    return vector_search_by_embedding(driver, database, embedding, depth, kind)
+
+
+def rrf_fuse(rankings: dict[str, list[SearchHit]], rrf_k: float = DEFAULT_RRF_K,
+             weights: dict[str, float] | None = None) -> list[SearchHit]:
+    """Reciprocal rank fusion of several rankings of the same kind of hit.
+
+    The fused list is ordered by fused score, then by best single rank, then by kind and id.
+    """
+    fused: dict[tuple[str, str], SearchHit] = {}
+    scores: dict[tuple[str, str], float] = {}
+    for method in sorted(rankings):
+        weight = (weights or {}).get(method, 1.0)
+        for rank, hit in enumerate(rankings[method], 1):
+            key = hit.key
+            if key not in fused:
+                fused[key] = SearchHit(**{**hit.__dict__, "ranks": {}})
+                scores[key] = 0.0
+            fused[key].ranks[method] = rank
+            scores[key] += weight / (rrf_k + rank)
+    out = list(fused.values())
+    for hit in out:
+        hit.score = scores[hit.key]
+    out.sort(key=lambda h: (-round(h.score, 12), min(h.ranks.values()), h.kind, _id_key(h.id)))
+    return out
+
+
+def hybrid_search(driver: Any, database: str, text: str, embedder: Embedder | None, limit: int = 10,
+                  kind: str = "any", method: Method = "hybrid", rrf_k: float = DEFAULT_RRF_K,
+                  depth: int | None = None, embedding: Sequence[float] | None = None,
+                  weights: dict[str, float] | None = None) -> list[SearchHit]:
+    """The top ``limit`` hits for ``text``.
+
+    ``method`` picks hybrid (RRF of both), or one method alone (for the benchmark). Without an
+    embedder (or embedding), hybrid falls back to full-text alone.
+    """
+    if kind not in _KIND_FILTER:
+        raise ValueError(f"kind must be one of {sorted(_KIND_FILTER)}, not {kind!r}")
+    depth = int(depth if depth is not None else max(MIN_DEPTH, DEFAULT_DEPTH_FACTOR * limit))
+    depth = max(depth, limit)
+    rankings: dict[str, list[SearchHit]] = {}
+    if method in ("hybrid", "fulltext"):
+        rankings["fulltext"] = fulltext_search(driver, database, text, depth if method == "hybrid" else limit, kind)
+    if method in ("hybrid", "vector") and (embedder is not None or embedding is not None):
+        vec = embedding if embedding is not None else embedder.embed([text])[0]  # type: ignore[union-attr]
+        rankings["vector"] = vector_search_by_embedding(
+            driver, database, vec, depth if method == "hybrid" else limit, kind)
+    if method != "hybrid":
+        return [SearchHit(**{**h.__dict__, "ranks": {method: i}}) for i, h in
+                enumerate(rankings.get(method, []), 1)][:limit]
+    return rrf_fuse(rankings, rrf_k=rrf_k, weights=weights if weights is not None else DEFAULT_WEIGHTS)[:limit]
