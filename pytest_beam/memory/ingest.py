@@ -117,9 +117,13 @@ def ingest_documents(
 
     ordered = document_order(documents)
     chunks = chunk_documents(ordered, config.chunk_tokens)
-    _write_structure(driver, database, ordered, chunks, embedder)
+    messages = _write_structure(driver, database, ordered, chunks)
     if progress:
         progress(0, len(chunks))
+    # Message embeddings are CPU work; extraction is waiting on the model: let them overlap.
+    embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed")
+    message_vectors = embedding.submit(embedder.embed, [_embed_text(m["text"]) for m in messages])
+    embedding.shutdown(wait=False)
 
     notes: list[str] = []
     empty: list[str] = []
@@ -150,6 +154,8 @@ def ingest_documents(
             for future in futures:
                 future.cancel()
             raise
+        store.set_message_embeddings(driver, database, [
+            {"id": m["id"], "embedding": v} for m, v in zip(messages, message_vectors.result())])
 
         resolver = EntityResolver(driver, database, models, embedder, pool, max_llm_pairs=config.max_llm_pairs,
                                   batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
@@ -189,7 +195,9 @@ def ingest_documents(
     return report
 
 
-def _write_structure(driver: Any, database: str, documents: list[Document], chunks: list[Chunk], embedder: Any) -> None:
+def _write_structure(driver: Any, database: str, documents: list[Document],
+                     chunks: list[Chunk]) -> list[dict[str, Any]]:
+    """Sessions, messages (embedded later, while extraction runs) and chunks; returns the messages."""
     from . import store
 
     sessions: dict[int, str | None] = {}
@@ -204,9 +212,6 @@ def _write_structure(driver: Any, database: str, documents: list[Document], chun
             seen.add(message.id)
             messages.append({"id": message.id, "role": message.role, "text": message.text,
                              "order": len(messages), "session": document.session_number})
-    vectors = embedder.embed([_embed_text(m["text"]) for m in messages])
-    for row, vector in zip(messages, vectors):
-        row["embedding"] = vector
     store.write_sessions(driver, database, [{"number": n, "date": d} for n, d in sorted(sessions.items())])
     store.write_messages(driver, database, messages)
     store.write_chunks(driver, database, [
@@ -214,6 +219,7 @@ def _write_structure(driver: Any, database: str, documents: list[Document], chun
          "tokens": c.tokens, "document": c.document}
         for c in chunks
     ])
+    return messages
 
 
 def _write_extractions(driver: Any, database: str, done: list, embedder: Any, rows_of: Callable,

@@ -87,7 +87,7 @@ def write_messages(driver: Any, database: str, rows: list[dict[str, Any]]) -> No
         UNWIND $rows AS row
         MERGE (m:Message {id: row.id})
         SET m:Searchable, m.role = row.role, m.text = row.text, m.order = row.order,
-            m.session = row.session, m.embedding = row.embedding
+            m.session = row.session
         WITH m, row
         MATCH (s:Session {number: row.session})
         MERGE (m)-[:IN_SESSION]->(s)
@@ -181,6 +181,15 @@ def load_entities(driver: Any, database: str, entity_type: str) -> list[dict[str
                e.embedding AS embedding, sessions, mentions, first
         ORDER BY e.id
     """)
+
+
+def set_message_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+    """rows: id, embedding — computed while extraction runs, written before the marker."""
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MATCH (m:Message {id: row.id})
+        SET m.embedding = row.embedding
+    """, rows)
 
 
 def set_entity_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
