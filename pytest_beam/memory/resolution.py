@@ -255,23 +255,14 @@ class EntityResolver:
 
     def _ask_model(self, entity_type: str, ask: list[Candidate], stats: ResolutionStats,
                    on_call: Callable[[], None] | None):
-        from ..llm.errors import StructuredOutputError
+        from .decisions import ask_in_batches
         from .extraction_schema import ResolutionReply
         from .prompts_ingest import resolution_messages
 
-        batches = [ask[i:i + self.batch_pairs] for i in range(0, len(ask), self.batch_pairs)]
-
-        def call(batch: list[Candidate]):
-            messages = resolution_messages(entity_type, [(c.left, c.right) for c in batch])
-            try:
-                return self.models.structured(role="resolution", messages=messages, schema=ResolutionReply,
-                                              max_tokens=self.max_tokens).value
-            except StructuredOutputError:
-                return None
-
-        futures = [self.executor.submit(call, batch) for batch in batches]
-        for batch, future in zip(batches, futures):
-            reply = future.result()
+        replies = ask_in_batches(self.models, self.executor, ask, self.batch_pairs,
+                                 lambda batch: resolution_messages(entity_type, [(c.left, c.right) for c in batch]),
+                                 ResolutionReply, self.max_tokens)
+        for batch, reply in replies:
             stats.model_calls += 1
             if on_call:
                 on_call()

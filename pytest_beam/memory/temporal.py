@@ -131,27 +131,18 @@ class UpdateLinker:
         return self.stats
 
     def _ask_model(self, kept: list[_Pair], on_call: Callable[[], None] | None):
-        from ..llm.errors import StructuredOutputError
+        from .decisions import ask_in_batches
         from .extraction_schema import UpdateReply
         from .prompts_ingest import update_messages
-
-        batches = [kept[i:i + self.batch_pairs] for i in range(0, len(kept), self.batch_pairs)]
 
         def view(s: dict[str, Any]) -> dict[str, Any]:
             return {"text": s["text"], "session": s["session"], "type": s["type"],
                     "about": list(s.get("about_names") or [])}
 
-        def call(batch: list[_Pair]):
-            messages = update_messages([(view(p.older), view(p.newer)) for p in batch])
-            try:
-                return self.models.structured(role="resolution", messages=messages, schema=UpdateReply,
-                                              max_tokens=self.max_tokens).value
-            except StructuredOutputError:
-                return None
-
-        futures = [self.executor.submit(call, batch) for batch in batches]
-        for batch, future in zip(batches, futures):
-            reply = future.result()
+        replies = ask_in_batches(self.models, self.executor, kept, self.batch_pairs,
+                                 lambda batch: update_messages([(view(p.older), view(p.newer)) for p in batch]),
+                                 UpdateReply, self.max_tokens)
+        for batch, reply in replies:
             self.stats.model_calls += 1
             if on_call:
                 on_call()

@@ -1,0 +1,40 @@
+"""The committed lite cassette replays offline: the same answers as the snapshots, the same scores.
+
+No model and no network: every model response comes from fixtures/cassettes/lite-smollm2.jsonl,
+and the run goes through a real local Neo4j, ingest, the agent and the judge as live.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
+REPO = Path(__file__).resolve().parents[2]
+CASSETTE = REPO / "fixtures" / "cassettes" / "lite-smollm2.jsonl"
+SCORES = REPO / "fixtures" / "cassettes" / "lite-smollm2.scores.json"
+REPLAY = ["-m", "lite", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-record-mode=none",
+          f"--beam-cassette={CASSETTE}", "--beam-neo4j=local", "--beam-snapshot=assert",
+          "--beam-tool-mode=json", "--beam-agent-steps=4", "--beam-pass-score=0", "--beam-cache=off"]
+
+
+def test_committed_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
+    recorded = json.loads(SCORES.read_text())
+    cmd = [sys.executable, "-m", "pytest", *REPLAY, f"--beam-model={recorded['model']}",
+           f"--beam-data={beam_data_dir}", f"--beam-results={tmp_path}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**__import__("os").environ, "BEAM_BASE_URL": "", "OPENAI_BASE_URL": ""})
+    artifacts = Path(__import__("os").environ.get("BEAM_ARTIFACTS", REPO / "artifacts"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    (artifacts / "replay-lite-output.txt").write_text(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    assert "2 passed" in proc.stdout and "pytest-beam summary" in proc.stdout
+    record = json.loads(next(tmp_path.glob("*/record.json")).read_text())
+    got = {q["id"]: {"score": q["score"], "items": [i["score"] for i in q["items"]], "flags": q["flags"]}
+           for q in record["questions"]}
+    assert got == recorded["scores"]
+    assert record["usage"].get("agent", {}).get("calls", 0) == 0  # nothing went to a network
