@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field

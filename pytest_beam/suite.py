@@ -7,5 +7,5 @@ is reported as an error; the test body only records metrics and decides pass or 
 from pytest_beam.harness import check_question
 
 
-def test_question(beam_outcome, beam_runtime, record_property, snapshot):
-    check_question(beam_outcome, beam_runtime, record_property, snapshot)
+def test_question(beam_outcome, beam_runtime, request, snapshot):
+    check_question(beam_outcome, beam_runtime, request.node.user_properties, snapshot)

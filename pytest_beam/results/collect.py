@@ -6,7 +6,6 @@ per process, the meter and ingest stats ride on `config.workeroutput` at session
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import time
