@@ -52,6 +52,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    # Answer snapshots are named by question id, not by syrupy's test-file convention (see
+    # results/snapshots.py); syrupy says so on every write, which is expected here.
+    config.addinivalue_line("filterwarnings", "ignore:\\nCan not relate snapshot:UserWarning")
     from . import harness
 
     try:

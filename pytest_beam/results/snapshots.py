@@ -1,4 +1,10 @@
-"""Answers as syrupy snapshots: one readable text file per question under `<rootdir>/snapshots/`."""
+"""Answers as syrupy snapshots: one readable text file per question under `<rootdir>/snapshots/`.
+
+Files are named by question id (`conv17__information_extraction__0.txt`), not by syrupy's
+test-module convention, so a diff reads as "this question's answer changed". A side effect we
+want: syrupy cannot relate these files to the one test function, so a lite run never reports the
+full set's snapshots as unused (nor deletes them on --snapshot-update).
+"""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ class ScriptedBeamModel:
         if not tool_messages:
             return Reply.calls(tool_call("hybrid_search", {"query": self.question_of(body), "limit": 5}, id="call_1"))
         if len(tool_messages) == 1:
-            ids = sorted({int(i) for i in re.findall(r'"message_ids?": \[?(\d+)', tool_messages[0]["content"])})
+            ids = sorted({int(i) for i in re.findall(r"\"message_ids?\":\s*\[?(\d+)", tool_messages[0]["content"])})
             return Reply.calls(tool_call("read_messages", {"ids": ids[:5]}, id="call_2"))
         return Reply.say(self.answer_for(body))
 

@@ -54,7 +54,7 @@ def ability_rows(stdout: str) -> list[str]:
 
 def test_lite_run_end_to_end(scripted, project, beam_data_dir):
     model, server = scripted
-    first = run(project, server, beam_data_dir, "--snapshot-update", f"--junitxml={project / 'one.xml'}",
+    first = run(project, server, beam_data_dir, "--snapshot-update", f"--junitxml={project / 'one.xml'}", "--beam-html",
                 "--beam-record-mode=all", f"--beam-cassette={project / 'lite.jsonl'}", env={"BEAM_API_KEY": KEY})
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
     assert "2 passed" in first.stdout
@@ -96,6 +96,9 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
                             capture_output=True, text=True, cwd=project)
     assert report.returncode == 0 and ability_rows(report.stdout) == rows
 
+    # the HTML page of this run, driven in headless Chromium (issue 9)
+    check_html_page(record_files[0].parent, project)
+
     # snapshots: one readable text file per question
     snap = project / "snapshots" / "conv17__information_extraction__0.txt"
     assert snap.read_text().strip() == LITE_ANSWERS[
@@ -120,3 +123,31 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
         assert "+You had filmed 12 scenes by July 5" in lenient.stdout
     finally:
         model.answers[question] = LITE_ANSWERS[question]
+
+
+def check_html_page(run_dir, tmp):
+    from pytest_beam.results.html import render_html
+    from pytest_beam.results.record import read_record
+    from tests.results.test_html import CHROMIUM, artifacts_dir, chromium, page_url, selftest
+
+    page = run_dir / "report.html"
+    assert page.exists() and "conv17:multi_session_reasoning:0" in page.read_text()
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    st = selftest(tmp, page, ability="information_extraction", open="conv17:information_extraction:0")
+    assert st["bars"] == 2 and st["visible_rows"] == ["conv17:information_extraction:0"]
+    detail = st["detail"]
+    assert detail["items"] == ["LLM response should state: on Tuesdays and Thursdays"]
+    assert detail["item_scores"] == ["1.0"]
+    assert [s for s in detail["steps"] if s.startswith("tool:")] == ["tool: hybrid_search", "tool: read_messages"]
+    assert "18" in detail["highlighted_ids"]
+    chromium(tmp, "--screenshot=" + str(artifacts_dir() / "beam-report-lite-run.png"), "--window-size=1280,1600",
+             page_url(page, open="conv17:multi_session_reasoning:0"))
+    # chat-derived text is shown, never run: put a script into this run's answer and render again
+    record = read_record(run_dir)
+    hostile = record.questions[0].model_copy(update={"answer": "<script>window.__pwned=1</script> Tuesdays"})
+    record = record.model_copy(update={"questions": [hostile, *record.questions[1:]]})
+    evil = tmp / "evil.html"
+    evil.write_text(render_html(record), encoding="utf-8")
+    st = selftest(tmp, evil, open=hostile.id)
+    assert st["pwned"] is None and "<script>window.__pwned=1</script>" in st["detail"]["answer"]
