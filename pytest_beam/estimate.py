@@ -125,7 +125,7 @@ def estimate_run(bench_set, questions, settings) -> Estimate:
 
 
 def format_estimate(estimate: Estimate, settings) -> str:
-    rows = [f"pytest-beam dry run: {settings.mode} set, {estimate.questions} questions, "
+    rows = [f"pytest-beam dry run (the built-in Agentic GraphRAG): {settings.mode} set, {estimate.questions} questions, "
             f"{sum(estimate.chunks.values())} chunks of ~{settings.chunk_tokens} tokens "
             f"({', '.join(f'conv{c}: {n}' for c, n in estimate.chunks.items())})",
             f"{'phase':<12}{'calls':>10}{'prompt tok':>14}{'completion tok':>16}{'total tok':>14}"]

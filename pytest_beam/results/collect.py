@@ -161,6 +161,9 @@ def _outcome(report) -> str:
 def _short(report) -> str:
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2])
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    if crash is not None and crash.message:
+        return crash.message[:500]  # "Neo4jServiceDown: the Neo4j service of conv1 ..."
     text = getattr(report, "longreprtext", "") or ""
     return text.strip().splitlines()[-1][:500] if text.strip() else report.outcome
 
