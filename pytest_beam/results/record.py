@@ -91,6 +91,7 @@ class UsageRow(_Model):
     seconds: float = Field(0.0, description="Wall (latency) seconds spent in these calls",
                            validation_alias=AliasChoices("seconds", "latency_s"))
     replayed_calls: int = Field(0, description="Calls answered from a cassette")
+    cached_tokens: int = Field(0, description="Tokens of cached and replayed calls (recorded usage, not spent)")
     retries: int = 0
     errors: int = 0
 

@@ -143,11 +143,12 @@ def _usage_rows(usage: dict[str, UsageRow]) -> list[list[str]]:
     for name in sorted(usage, key=_phase_key):
         u = usage[name]
         total = total + u
-        rows.append([name, _int(u.calls), _int(u.cached_calls), _int(u.prompt_tokens),
-                     _int(u.completion_tokens), f"{u.seconds:.1f}"])
+        rows.append([name, _int(u.calls), _int(u.cached_calls + u.replayed_calls), _int(u.cached_tokens),
+                     _int(u.prompt_tokens), _int(u.completion_tokens), f"{u.seconds:.1f}"])
     if len(rows) > 1:
-        rows.append(["total", _int(total.calls), _int(total.cached_calls), _int(total.prompt_tokens),
-                     _int(total.completion_tokens), f"{total.seconds:.1f}"])
+        rows.append(["total", _int(total.calls), _int(total.cached_calls + total.replayed_calls),
+                     _int(total.cached_tokens), _int(total.prompt_tokens), _int(total.completion_tokens),
+                     f"{total.seconds:.1f}"])
     return rows
 
 
@@ -203,7 +204,7 @@ def render_summary(record: RunRecord) -> list[str]:
         out.append("")
         out.append("cost and time by phase:")
         if record.usage:
-            out += table(["phase", "calls", "cached", "prompt tok", "completion tok", "call s"],
+            out += table(["phase", "calls", "cached/replayed", "their tok", "prompt tok", "completion tok", "call s"],
                          _usage_rows(record.usage), indent="  ")
         if record.phase_seconds:
             wall = ", ".join(f"{k} {_seconds(v)}" for k, v in sorted(record.phase_seconds.items(), key=lambda kv: _phase_key(kv[0])))

@@ -48,8 +48,8 @@ def test_summary_rows_and_sections():
     text = "\n".join(lines)
     assert "known_bad_rubric=1" in text and "parse_error=1" in text
     assert f"WARNING: {JUDGE_IS_AGENT_WARNING}" in text
-    assert row(lines, "judge", 6)[:6] == ["judge", "7", "3", "4,200", "280", "4.2"]
-    assert row(lines, "total")[:5] == ["total", "33", "5", "52,400", "4,590"]
+    assert row(lines, "judge", 7)[:7] == ["judge", "7", "3", "0", "4,200", "280", "4.2"]
+    assert row(lines, "total")[:6] == ["total", "33", "5", "0", "52,400", "4,590"]
     assert "agent calls per question: mean 3.0, max 4" in text
     assert row(lines, "conv1")[:5] == ["conv1", "7", "5", "6", "1"]
     assert "partial run" not in text
