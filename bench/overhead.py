@@ -1,0 +1,151 @@
+"""The harness's own overhead on the full set, and how parallelism pays off against a slow model.
+
+Runs the real plugin (`pytest --beam-mode=full`, 5 conversations, 100 questions, real local
+Neo4j services, the real local embedder) against a scripted model server that answers
+realistic extractions (bench/ingest_cost.py's), agent steps and judge replies after a simulated
+latency. For each latency and worker count it prints wall time, model calls and tokens per
+phase, and the harness's own time per question; then one conversation's ingest at extraction
+concurrency 1 and 8.
+
+    .venv/bin/python bench/overhead.py [--latency 0,0.2] [--workers 1,5] [--ingest-concurrency 1,8]
+
+Harness own time = the time workers spend in ingest, agent and judge phases (summed over
+workers, from the run's record) minus the time spent waiting on model calls (their summed
+latency, divided by the extraction concurrency during ingest, where calls overlap), per question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from ingest_cost import TimedEmbedder, responder as ingest_responder  # noqa: E402
+
+from pytest_beam.data.sets import load_set  # noqa: E402
+from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels  # noqa: E402
+from pytest_beam.memory.embeddings import make_embedder  # noqa: E402
+from pytest_beam.memory.ingest import IngestConfig, ingest_documents  # noqa: E402
+from pytest_beam.services import open_driver, select_provider  # noqa: E402
+from tests.e2e.scripted_beam import ScriptedBeamModel  # noqa: E402
+from tests.model_server import ScriptedModelServer  # noqa: E402
+
+PHASES = ("extraction", "resolution", "agent", "judge")
+CONCURRENCY = 4
+
+
+class Responder:
+    def __init__(self) -> None:
+        self.answers = ScriptedBeamModel(answers={})
+
+    def __call__(self, body):
+        return ingest_responder(body) or self.answers(body)
+
+
+def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
+    project = Path(tempfile.mkdtemp(prefix="beam-overhead-", dir=work))
+    (project / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
+           f"--beam-data={data}", f"--beam-base-url={server_url}", "--beam-model=scripted", "--beam-neo4j=local",
+           "--beam-cache=off", f"--beam-results={project / 'results'}", "--beam-snapshot=off", "--beam-pass-score=0",
+           "--beam-max-calls=1000000", "--beam-max-tokens=1000000000", f"--beam-concurrency={CONCURRENCY}",
+           "-n", str(workers)]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        print(proc.stdout[-3000:], proc.stderr[-2000:])
+        raise SystemExit(f"the full run with -n {workers} failed ({proc.returncode})")
+    record = json.loads(next((project / "results").glob("*/record.json")).read_text())
+    usage = record["usage"]
+    seconds = record["phase_seconds"]
+    waiting_ingest = sum(usage.get(p, {}).get("latency_s", 0.0) for p in ("extraction", "resolution")) / CONCURRENCY
+    waiting_answer = sum(usage.get(p, {}).get("latency_s", 0.0) for p in ("agent", "judge"))
+    busy = sum(seconds.values())
+    questions = len(record["questions"])
+    return {"workers": workers, "wall": wall, "usage": usage, "seconds": seconds, "questions": questions,
+            "own_per_question": max(0.0, busy - waiting_ingest - waiting_answer) / questions,
+            "outcomes": {o: sum(q["outcome"] == o for q in record["questions"]) for o in ("passed", "failed", "error")}}
+
+
+def ingest_once(server_url: str, documents, concurrency: int, work: Path, embedder) -> float:
+    client = ModelClient(EndpointConfig(base_url=server_url, max_retries=0, concurrency=concurrency),
+                         RoleModels(agent="bench"))
+    service = select_provider("local", work_dir=work).create(f"overhead-c{concurrency}")
+    conn = service.start()
+    driver = open_driver(conn)
+    try:
+        started = time.monotonic()
+        ingest_documents(driver, conn.database, list(documents), client, embedder,
+                         IngestConfig(concurrency=concurrency))
+        return time.monotonic() - started
+    finally:
+        driver.close()
+        service.stop()
+        client.close()
+
+
+def print_run(latency: float, r: dict) -> None:
+    print(f"\n-- latency {latency:.2f} s, -n {r['workers']}: wall {r['wall']:.1f} s for {r['questions']} questions "
+          f"({r['wall'] / r['questions']:.2f} s/question), outcomes {r['outcomes']}")
+    print(f"   {'phase':<11}{'calls':>7}{'prompt tok':>13}{'compl. tok':>12}{'model s':>10}{'phase s':>10}")
+    for phase in PHASES:
+        u = r["usage"].get(phase, {})
+        phase_s = r["seconds"].get("ingest" if phase in ("extraction", "resolution") else phase, 0.0)
+        print(f"   {phase:<11}{u.get('calls', 0):>7}{u.get('prompt_tokens', 0):>13,}{u.get('completion_tokens', 0):>12,}"
+              f"{u.get('latency_s', 0.0):>10.1f}{phase_s:>10.1f}")
+    print(f"   harness own time: {r['own_per_question']:.2f} s per question")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(ROOT.parent / "shared" / "beam")))
+    parser.add_argument("--latency", default="0,0.2")
+    parser.add_argument("--workers", default="1,5")
+    parser.add_argument("--ingest-concurrency", default="1,8")
+    parser.add_argument("--work", default=tempfile.gettempdir())
+    args = parser.parse_args()
+    data, work = Path(args.data), Path(args.work)
+    latencies = [float(x) for x in args.latency.split(",") if x]
+    workers = [int(x) for x in args.workers.split(",") if x]
+    runs: dict[tuple[float, int], dict] = {}
+    for latency in latencies:
+        with ScriptedModelServer(responder=Responder(), latency=latency) as server:
+            for n in workers:
+                runs[latency, n] = run_full(server.base_url, n, data, work)
+                print_run(latency, runs[latency, n])
+    print("\nsummary")
+    print(f"{'latency s':>10}{'-n':>4}{'wall s':>9}{'s/question':>12}{'own s/question':>16}")
+    for (latency, n), r in runs.items():
+        print(f"{latency:>10.2f}{n:>4}{r['wall']:>9.1f}{r['wall'] / r['questions']:>12.2f}{r['own_per_question']:>16.2f}")
+    for latency in latencies:
+        if (latency, 1) in runs and (latency, 5) in runs:
+            print(f"latency {latency:.2f}: -n 5 is {runs[latency, 1]['wall'] / runs[latency, 5]['wall']:.2f}x faster than -n 1")
+    concurrencies = [int(x) for x in args.ingest_concurrency.split(",") if x]
+    if concurrencies:
+        documents = load_set("full", data).documents["17"]
+        embedder = TimedEmbedder(make_embedder("local"))
+        ingest_latency = max(latencies) if latencies else 0.2
+        times = {}
+        with ScriptedModelServer(responder=Responder(), latency=ingest_latency) as server:
+            for c in concurrencies:
+                embedder.seconds = 0.0
+                times[c] = ingest_once(server.base_url, documents, c, work, embedder)
+                print(f"\nconversation 17 ingest at concurrency {c}, latency {ingest_latency:.2f} s: "
+                      f"{times[c]:.1f} s (embedding {embedder.seconds:.1f} s of it)")
+        if len(times) == 2:
+            lo, hi = sorted(times)
+            print(f"concurrency {hi} is {times[lo] / times[hi]:.2f}x faster than {lo}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
