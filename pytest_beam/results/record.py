@@ -160,12 +160,15 @@ class QuestionRecord(_Model):
 
     @property
     def calls(self) -> int:
-        return sum(u.calls for u in self.usage.values())
+        """Model calls this question made, whether live, cached or replayed from a cassette."""
+        return sum(u.calls + u.cached_calls + u.replayed_calls for u in self.usage.values())
 
     @property
     def agent_calls(self) -> int:
         agent = self.usage.get("agent")
-        return agent.calls if agent is not None else self.agent_steps
+        if agent is None:
+            return self.agent_steps
+        return agent.calls + agent.cached_calls + agent.replayed_calls
 
 
 class AbilityStats(_Model):
