@@ -9,9 +9,11 @@ concurrency 1 and 8.
 
     .venv/bin/python bench/overhead.py [--latency 0,0.2] [--workers 1,5] [--ingest-concurrency 1,8]
 
-Harness own time = the time workers spend in ingest, agent and judge phases (summed over
-workers, from the run's record) minus the time spent waiting on model calls (their summed
-latency, divided by the extraction concurrency during ingest, where calls overlap), per question.
+Harness own time per question, two ways: of wall clock — the run's wall time minus the time
+spent waiting on the model (summed call latency, divided by the extraction concurrency during
+ingest where calls overlap, and by the worker count), over the questions; and of worker time —
+the ingest, agent and judge phase seconds summed over workers (from the run's record) minus that
+waiting, over the questions. With no simulated latency both are the harness's own cost.
 """
 
 from __future__ import annotations
@@ -67,12 +69,14 @@ def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
     record = json.loads(next((project / "results").glob("*/record.json")).read_text())
     usage = record["usage"]
     seconds = record["phase_seconds"]
-    waiting_ingest = sum(usage.get(p, {}).get("latency_s", 0.0) for p in ("extraction", "resolution")) / CONCURRENCY
-    waiting_answer = sum(usage.get(p, {}).get("latency_s", 0.0) for p in ("agent", "judge"))
+    waiting_ingest = sum(usage.get(p, {}).get("seconds", 0.0) for p in ("extraction", "resolution")) / CONCURRENCY
+    waiting_answer = sum(usage.get(p, {}).get("seconds", 0.0) for p in ("agent", "judge"))
     busy = sum(seconds.values())
     questions = len(record["questions"])
+    waiting = waiting_ingest + waiting_answer
     return {"workers": workers, "wall": wall, "usage": usage, "seconds": seconds, "questions": questions,
-            "own_per_question": max(0.0, busy - waiting_ingest - waiting_answer) / questions,
+            "own_per_question": max(0.0, busy - waiting) / questions,
+            "own_wall_per_question": max(0.0, wall - waiting / workers) / questions,
             "outcomes": {o: sum(q["outcome"] == o for q in record["questions"]) for o in ("passed", "failed", "error")}}
 
 
@@ -101,8 +105,9 @@ def print_run(latency: float, r: dict) -> None:
         u = r["usage"].get(phase, {})
         phase_s = r["seconds"].get("ingest" if phase in ("extraction", "resolution") else phase, 0.0)
         print(f"   {phase:<11}{u.get('calls', 0):>7}{u.get('prompt_tokens', 0):>13,}{u.get('completion_tokens', 0):>12,}"
-              f"{u.get('latency_s', 0.0):>10.1f}{phase_s:>10.1f}")
-    print(f"   harness own time: {r['own_per_question']:.2f} s per question")
+              f"{u.get('seconds', 0.0):>10.1f}{phase_s:>10.1f}")
+    print(f"   harness own time per question: {r['own_wall_per_question']:.2f} s of wall clock, "
+          f"{r['own_per_question']:.2f} s of worker time (summed over workers)")
 
 
 def main() -> int:
@@ -123,9 +128,10 @@ def main() -> int:
                 runs[latency, n] = run_full(server.base_url, n, data, work)
                 print_run(latency, runs[latency, n])
     print("\nsummary")
-    print(f"{'latency s':>10}{'-n':>4}{'wall s':>9}{'s/question':>12}{'own s/question':>16}")
+    print(f"{'latency s':>10}{'-n':>4}{'wall s':>9}{'s/question':>12}{'own wall s/q':>14}{'own worker s/q':>16}")
     for (latency, n), r in runs.items():
-        print(f"{latency:>10.2f}{n:>4}{r['wall']:>9.1f}{r['wall'] / r['questions']:>12.2f}{r['own_per_question']:>16.2f}")
+        print(f"{latency:>10.2f}{n:>4}{r['wall']:>9.1f}{r['wall'] / r['questions']:>12.2f}"
+              f"{r['own_wall_per_question']:>14.2f}{r['own_per_question']:>16.2f}")
     for latency in latencies:
         if (latency, 1) in runs and (latency, 5) in runs:
             print(f"latency {latency:.2f}: -n 5 is {runs[latency, 1]['wall'] / runs[latency, 5]['wall']:.2f}x faster than -n 1")
