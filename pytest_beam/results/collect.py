@@ -97,10 +97,15 @@ class RunCollector:
             usage=self.meter, phase_seconds=phase_seconds,
             graph={cid: {k: v for k, v in info.items() if k != "usage"} for cid, info in self.ingest.items()},
             snapshot_changes=[q.id for q in questions if q.answer_changed],
-            partial=bool(skipped_for_cap) or exitstatus == 2,
-            partial_reason=("spend cap reached" if skipped_for_cap else "interrupted" if exitstatus == 2 else None),
+            partial=bool(skipped_for_cap) or exitstatus == 2 or len(self.ingest) < len(self._conversations()),
+            partial_reason=("spend cap reached" if skipped_for_cap else "interrupted" if exitstatus == 2
+                            else "a conversation's ingest did not finish"
+                            if len(self.ingest) < len(self._conversations()) else None),
             exit_status=int(exitstatus),
         )
+
+    def _conversations(self) -> set[str]:
+        return {e.get("conversation_id") or e["id"].split(":")[0][4:] for e in self.questions.values()}
 
     def _question(self, entry: dict[str, Any]):
         from .record import QuestionRecord
@@ -118,7 +123,8 @@ class RunCollector:
         return QuestionRecord.model_validate({k: v for k, v in data.items() if k in fields})
 
     def finish(self, session, exitstatus) -> None:
-        if not self.ingest and not any("answer" in q for q in self.questions.values()):
+        spent = any(any(v for k, v in row.items() if k.endswith("calls")) for row in self._own_meter().values())
+        if not self.ingest and not spent and not any("answer" in q for q in self.questions.values()):
             return  # nothing ran (no model configured, or everything deselected): no record
         from .record import write_record
 
