@@ -120,7 +120,7 @@ class Runtime:
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
         if reporter is None:
             return
-        with capture.global_and_fixture_disabled() if capture else _null():
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             reporter.write_line(line)
 
     # ------------------------------------------------------------ services
@@ -250,10 +250,6 @@ class ProgressRelay:
         self.stopped.set()
         self.thread.join(timeout=5)
         self.flush()
-
-
-def _null():
-    return contextlib.nullcontext()
 
 
 def _is_budget(exc: BaseException) -> bool:
