@@ -37,13 +37,17 @@ _MAX_REASON_CHARS = 500
 
 # -- per-endpoint concurrency ------------------------------------------------------------------
 
-_SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
+_SEMAPHORES: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _SEMAPHORES_LOCK = threading.Lock()
 
 
 def endpoint_semaphore(base_url: str, concurrency: int) -> threading.BoundedSemaphore:
-    """The process-wide semaphore of an endpoint; the first caller fixes its size."""
-    key = base_url.rstrip("/")
+    """The process-wide semaphore of an endpoint at a concurrency limit.
+
+    Clients of one endpoint with the same limit share it, so the limit holds across them; a client
+    configured with another limit gets that limit (keying by URL alone let the first client's
+    size silently override every later one's)."""
+    key = (base_url.rstrip("/"), int(concurrency))
     with _SEMAPHORES_LOCK:
         sem = _SEMAPHORES.get(key)
         if sem is None:

@@ -1,4 +1,4 @@
-"""The per-endpoint concurrency limit, shared by every client of a base URL in the process."""
+"""The per-endpoint concurrency limit, shared by the clients of a base URL and limit in the process."""
 
 from __future__ import annotations
 
@@ -23,7 +23,19 @@ def test_at_most_limit_requests_in_flight(model_server_factory, make_client):
     assert server.max_in_flight == 2
 
 
-def test_semaphore_is_keyed_by_normalised_base_url():
+def test_semaphore_is_keyed_by_normalised_base_url_and_limit():
     a = endpoint_semaphore("http://h:1/v1/", 3)
-    assert endpoint_semaphore("http://h:1/v1", 9) is a
+    assert endpoint_semaphore("http://h:1/v1", 3) is a
     assert endpoint_semaphore("http://h:2/v1", 3) is not a
+    assert endpoint_semaphore("http://h:1/v1", 9) is not a
+
+
+def test_a_later_client_with_a_higher_limit_gets_it(model_server_factory, make_client):
+    # The overhead bench ingests at concurrency 1 and then 8 against one server: the second
+    # client must not inherit the first one's limit.
+    server = model_server_factory(default_reply="ok", latency=0.12)
+    make_client(server, endpoint={"concurrency": 1}).chat(role="agent", messages=[{"role": "user", "content": "q"}])
+    wide = make_client(server, endpoint={"concurrency": 4})
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda i: wide.chat(role="agent", messages=[{"role": "user", "content": f"w{i}"}]), range(4)))
+    assert server.max_in_flight == 4
