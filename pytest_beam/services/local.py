@@ -305,6 +305,8 @@ class LocalNeo4jProvider(Neo4jProvider):
         java: str | None = None,
         jvm_options: tuple[str, ...] = (),
         stop_timeout_s: float = 30.0,
+        fast_start: bool = True,
+        startup_dir: Path | None = None,
     ) -> None:
         self.work_dir = Path(work_dir) if work_dir else None
         self.start_timeout_s = start_timeout_s
@@ -314,6 +316,8 @@ class LocalNeo4jProvider(Neo4jProvider):
         self.java = java
         self.jvm_options = tuple(jvm_options)
         self.stop_timeout_s = stop_timeout_s
+        self.fast_start = fast_start  # unsigned jar copies and a class-data archive (jvm_startup.py)
+        self.startup_dir = Path(startup_dir) if startup_dir else cache_dir(version)  # where they live
         self._classpath: list[str] | None = None
         self._lock = threading.Lock()
 
@@ -356,7 +360,13 @@ class LocalNeo4jProvider(Neo4jProvider):
     def classpath(self) -> list[str]:
         with self._lock:
             if self._classpath is None:
-                self._classpath = resolve_classpath(self.version)
+                jars = resolve_classpath(self.version)
+                if self.fast_start:
+                    from .jvm_startup import run_classpath
+
+                    with _file_lock(self.startup_dir / ".lock"):
+                        jars = run_classpath(jars, self.startup_dir)
+                self._classpath = jars
             return self._classpath
 
     def create(self, label: str) -> LocalNeo4jService:
@@ -381,6 +391,7 @@ class LocalNeo4jService(Neo4jService):
         self.startup_s: float | None = None
         self._connection: Neo4jConnection | None = None
         self._final_tail = ""
+        self._archive = None  # jvm_startup.ClassDataArchive of the running JVM
         self._lock = threading.RLock()
 
     # -- paths
@@ -476,12 +487,19 @@ class LocalNeo4jService(Neo4jService):
     def _launch(self, java: str, classpath: list[str]) -> None:
         assert self.home is not None
         p = self.provider
+        options = (*JVM_OPTIONS, *p.jvm_options)
+        archive_options: tuple[str, ...] = ()
+        if p.fast_start:
+            from .jvm_startup import class_data_archive
+
+            self._archive = class_data_archive(java, classpath, options, p.startup_dir)
+            archive_options = self._archive.options
         args = [
             java,
             f"-Xmx{p.heap}",
             "-Xms64m",
-            *JVM_OPTIONS,
-            *p.jvm_options,
+            *options,
+            *archive_options,
             "-cp",
             os.pathsep.join(classpath),
             MAIN_CLASS,
@@ -559,6 +577,9 @@ class LocalNeo4jService(Neo4jService):
     def _kill_quietly(self) -> None:
         if self.process is not None:
             _process.terminate_group(self.process, timeout_s=0.0)
+        if self._archive is not None:
+            self._archive.finish()
+            self._archive = None
 
     def stop(self) -> None:
         with self._lock:
@@ -571,6 +592,9 @@ class LocalNeo4jService(Neo4jService):
     def _cleanup(self) -> None:
         if self.process is not None and self.process.poll() is None:
             _process.terminate_group(self.process, timeout_s=0.0)
+        if self._archive is not None:
+            self._archive.finish()  # the JVM has exited: publish the class archive it wrote
+            self._archive = None
         self._connection = None
         _process.unregister(self)
         if self.home is not None and not os.environ.get("BEAM_KEEP_NEO4J_DIRS"):
