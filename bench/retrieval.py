@@ -53,6 +53,9 @@ def windows(text: str, words: int, max_windows: int) -> list[str]:
 
 
 def embed_messages(embedder: Any, texts: list[str], mode: str, words: int, max_windows: int) -> list[list[float]]:
+    if mode == "ingest":
+        from pytest_beam.memory.ingest import message_embedding_text
+        return embedder.embed([message_embedding_text(t, words if words >= 0 else None) for t in texts])
     pieces: list[str] = []
     owner: list[int] = []
     for i, text in enumerate(texts):
@@ -149,8 +152,8 @@ def print_grid(grid_lists: list[tuple[set[int], list[search.SearchHit], list[sea
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(REPO.parent / "shared" / "beam")))
-    parser.add_argument("--embed", choices=("mean", "first"), default="mean")
-    parser.add_argument("--window-words", type=int, default=150)
+    parser.add_argument("--embed", choices=("ingest", "mean", "first"), default="ingest")
+    parser.add_argument("--window-words", type=int, default=-1)
     parser.add_argument("--max-windows", type=int, default=8)
     parser.add_argument("--grid", action="store_true", help="print the RRF tuning grid too")
     parser.add_argument("--dump", default="", help="write the ranked lists (depth 100) to this JSON file")

@@ -62,6 +62,7 @@ def ingest_settings(documents: Sequence[Document], models: Any, embedder: Any, c
         "extraction_model": _model_name(models, "extraction", config.extraction_model),
         "resolution_model": _model_name(models, "resolution", config.resolution_model),
         "embedder": embedder.name,
+        "message_embed_words": MESSAGE_EMBED_WORDS,
         "chunk_tokens": config.chunk_tokens,
         "tokenizer": tokenizer_name(),
         "max_llm_pairs": config.max_llm_pairs,
@@ -85,6 +86,24 @@ def _report_from(stored: dict[str, Any]) -> IngestReport:
     )
 
 
+# A message's vector is made from its first words. It is for finding the message, and a BEAM
+# message says what it is about up front: bench/retrieval.py measured hybrid recall@10 of source
+# messages over the 90 questions at 0.577 for the whole message (up to the model's 256 word
+# pieces), 0.573 for 100 words, 0.562 for 60, 0.582 for 50, 0.577 for 40 and 0.562 for 25, while
+# the embedding CPU falls about 4x from whole messages to 50 words, the largest single cost of an
+# ingest before.
+MESSAGE_EMBED_WORDS = 50
+
+
+def message_embedding_text(text: str, max_words: int | None = None) -> str:
+    """The head of a message that its vector is made from (``max_words`` <= 0: the whole text,
+    which the local model still cuts at 256 word pieces)."""
+    limit = MESSAGE_EMBED_WORDS if max_words is None else max_words
+    if limit <= 0:
+        return text[:2000]
+    return " ".join(text.split(maxsplit=limit)[:limit])
+
+
 def _embed_text(text: str, limit: int = 2000) -> str:
     return text[:limit]  # the local model reads 256 tokens; the rest only costs time
 
@@ -101,7 +120,7 @@ def ingest_documents(
     config = config or IngestConfig()
     started = time.monotonic()
     from . import store
-    from .extraction import ChunkExtraction, extract_chunk, rows_of
+    from .extraction import extract_chunk, rows_of
     from .resolution import EntityResolver
     from .temporal import UpdateLinker
 
@@ -111,51 +130,64 @@ def ingest_documents(
     if stored is not None:
         return _report_from(stored)
 
-    install_schema(driver, database, embedder.dimensions)
-    if config.reset_graph:
-        store.reset_graph(driver, database)
-
     ordered = document_order(documents)
     chunks = chunk_documents(ordered, config.chunk_tokens)
-    messages = _write_structure(driver, database, ordered, chunks)
-    if progress:
-        progress(0, len(chunks))
-    # Message embeddings are CPU work; extraction is waiting on the model: let them overlap.
-    embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed")
-    message_vectors = embedding.submit(embedder.embed, [_embed_text(m["text"]) for m in messages])
-    embedding.shutdown(wait=False)
-
+    messages = _messages_of(ordered)
     notes: list[str] = []
     empty: list[str] = []
+    # Three kinds of work overlap: the extraction calls wait on the model, embeddings are CPU (one
+    # thread: the model itself runs on every core), and the writes wait on Neo4j. The calls go out
+    # first; schema, structure and message vectors are done while the first replies are awaited;
+    # each reply's statements are embedded as it lands, and written in chunk order.
+    cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed")
     with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="beam-ingest") as pool:
-        futures: dict[Future, int] = {pool.submit(extract_chunk, models, chunk, config.extraction_max_tokens): n
-                                      for n, chunk in enumerate(chunks)}
-        results: dict[int, ChunkExtraction] = {}
-        next_to_write = 0
-        pending: list[ChunkExtraction] = []
-        done_count = 0
+        extracting: dict[Future, int] = {pool.submit(extract_chunk, models, chunk, config.extraction_max_tokens): n
+                                         for n, chunk in enumerate(chunks)}
+        embedding: dict[Future, list[int]] = {}
         try:
-            remaining = set(futures)
+            message_vectors = cpu.submit(embedder.embed, [message_embedding_text(m["text"]) for m in messages])
+            install_schema(driver, database, embedder.dimensions)
+            if config.reset_graph:
+                store.reset_graph(driver, database)
+            _write_structure(driver, database, ordered, chunks, messages)
+            if progress:
+                progress(0, len(chunks))
+            extracted: dict[int, Any] = {}  # replies waiting for the embedder: embedded together
+            ready: dict[int, _ChunkRows] = {}
+            pending: list[_ChunkRows] = []
+            next_to_write = 0
+            done_count = 0
+            remaining = set(extracting)
             while remaining:
                 finished, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for future in sorted(finished, key=lambda f: futures[f]):
-                    results[futures[future]] = future.result()  # model errors propagate here
-                    done_count += 1
-                    if progress:
-                        progress(done_count, len(chunks))
+                for future in sorted(finished, key=lambda f: extracting.get(f, -1)):
+                    if future in extracting:
+                        extracted[extracting[future]] = future.result()  # model errors propagate here
+                        done_count += 1
+                        if progress:
+                            progress(done_count, len(chunks))
+                    else:
+                        ready.update(zip(embedding[future], future.result()))
+                if extracted and not any(not f.done() for f in embedding):
+                    numbers = sorted(extracted)
+                    job = cpu.submit(_chunk_rows, [extracted.pop(n) for n in numbers], embedder, rows_of)
+                    embedding[job] = numbers
+                    remaining.add(job)
                 # write in chunk order, whatever order the calls finished in
-                while next_to_write in results:
-                    pending.append(results.pop(next_to_write))
+                while next_to_write in ready:
+                    pending.append(ready.pop(next_to_write))
                     next_to_write += 1
                 if len(pending) >= config.write_every or (not remaining and pending):
-                    _write_extractions(driver, database, pending, embedder, rows_of, notes, empty)
+                    _write_rows(driver, database, pending, notes, empty)
                     pending = []
+            store.set_message_embeddings(driver, database, [
+                {"id": m["id"], "embedding": v} for m, v in zip(messages, message_vectors.result())])
         except BaseException:
-            for future in futures:
+            for future in (*extracting, *embedding):
                 future.cancel()
+            cpu.shutdown(wait=False, cancel_futures=True)
             raise
-        store.set_message_embeddings(driver, database, [
-            {"id": m["id"], "embedding": v} for m, v in zip(messages, message_vectors.result())])
+        cpu.shutdown(wait=False)
 
         resolver = EntityResolver(driver, database, models, embedder, pool, max_llm_pairs=config.max_llm_pairs,
                                   batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
@@ -195,23 +227,29 @@ def ingest_documents(
     return report
 
 
-def _write_structure(driver: Any, database: str, documents: list[Document],
-                     chunks: list[Chunk]) -> list[dict[str, Any]]:
-    """Sessions, messages (embedded later, while extraction runs) and chunks; returns the messages."""
-    from . import store
-
-    sessions: dict[int, str | None] = {}
+def _messages_of(documents: list[Document]) -> list[dict[str, Any]]:
+    """Each message once, in conversation order."""
     messages: list[dict[str, Any]] = []
     seen: set[int] = set()
     for document in documents:
-        sessions.setdefault(document.session_number,
-                            document.session_date.isoformat() if document.session_date else None)
         for message in document.messages:
             if message.id in seen:
                 continue
             seen.add(message.id)
             messages.append({"id": message.id, "role": message.role, "text": message.text,
                              "order": len(messages), "session": document.session_number})
+    return messages
+
+
+def _write_structure(driver: Any, database: str, documents: list[Document], chunks: list[Chunk],
+                     messages: list[dict[str, Any]]) -> None:
+    """Sessions, messages (embedded later, while extraction runs) and chunks."""
+    from . import store
+
+    sessions: dict[int, str | None] = {}
+    for document in documents:
+        sessions.setdefault(document.session_number,
+                            document.session_date.isoformat() if document.session_date else None)
     store.write_sessions(driver, database, [{"number": n, "date": d} for n, d in sorted(sessions.items())])
     store.write_messages(driver, database, messages)
     store.write_chunks(driver, database, [
@@ -219,28 +257,41 @@ def _write_structure(driver: Any, database: str, documents: list[Document],
          "tokens": c.tokens, "document": c.document}
         for c in chunks
     ])
-    return messages
 
 
-def _write_extractions(driver: Any, database: str, done: list, embedder: Any, rows_of: Callable,
-                       notes: list[str], empty: list[str]) -> None:
+@dataclass
+class _ChunkRows:
+    """One chunk's extraction as graph rows, its statements already embedded."""
+
+    extracted: Any  # extraction.ChunkExtraction
+    entities: list[dict[str, Any]]
+    statements: list[dict[str, Any]]
+
+
+def _chunk_rows(extractions: list[Any], embedder: Any, rows_of: Callable) -> list[_ChunkRows]:
+    """Rows of several chunks' replies, their statements embedded in one call."""
+    out = [_ChunkRows(e, *rows_of(e)) if not e.empty else _ChunkRows(e, [], []) for e in extractions]
+    statements = [row for rows in out for row in rows.statements]
+    if statements:
+        vectors = embedder.embed([_embed_text(s["text"]) for s in statements])
+        for row, vector in zip(statements, vectors):
+            row["embedding"] = vector
+    return out
+
+
+def _write_rows(driver: Any, database: str, done: list[_ChunkRows], notes: list[str], empty: list[str]) -> None:
     from . import store
 
     entity_rows: list[dict[str, Any]] = []
     statement_rows: list[dict[str, Any]] = []
-    for item in done:  # in chunk order
-        if item.empty:
-            empty.append(item.chunk.id)
+    for rows in done:  # in chunk order
+        if rows.extracted.empty:
+            empty.append(rows.extracted.chunk.id)
             continue
-        entities, statements = rows_of(item)
-        entity_rows.extend(entities)
-        statement_rows.extend(statements)
-        for note in item.notes:
+        entity_rows.extend(rows.entities)
+        statement_rows.extend(rows.statements)
+        for note in rows.extracted.notes:
             if note not in notes:
                 notes.append(note)
-    if statement_rows:
-        vectors = embedder.embed([_embed_text(s["text"]) for s in statement_rows])
-        for row, vector in zip(statement_rows, vectors):
-            row["embedding"] = vector
     store.write_entities(driver, database, entity_rows)
     store.write_statements(driver, database, statement_rows)

@@ -193,18 +193,26 @@ class EntityResolver:
     notes: list[str] = field(default_factory=list)
 
     def run(self, entity_types: tuple[str, ...] = ENTITY_TYPES, on_call: Callable[[], None] | None = None) -> ResolutionStats:
-        for entity_type in entity_types:
-            self.stats.add(self.resolve_type(entity_type, on_call))
+        # Every type's questions go to the model before any type's replies are read: the types
+        # are independent, so their calls overlap instead of costing one model round trip each.
+        plans = [self._plan(entity_type) for entity_type in entity_types]
+        for plan in plans:
+            self.stats.add(self._finish(plan, on_call))
         return self.stats
 
     def resolve_type(self, entity_type: str, on_call: Callable[[], None] | None = None) -> ResolutionStats:
+        return self._finish(self._plan(entity_type), on_call)
+
+    def _plan(self, entity_type: str) -> "_TypePlan":
+        """Load, embed, block and classify one type's entities; submit its questions."""
         from . import store
 
         stats = ResolutionStats()
         entities = store.load_entities(self.driver, self.database, entity_type)
         stats.entities = len(entities)
+        plan = _TypePlan(entity_type, entities, stats, _UnionFind())
         if len(entities) < 2:
-            return stats
+            return plan
         missing = [e for e in entities if not e.get("embedding")]
         if missing:
             vectors = self.embedder.embed([_entity_text(e) for e in missing])
@@ -212,7 +220,7 @@ class EntityResolver:
                 e["embedding"] = v
             store.set_entity_embeddings(self.driver, self.database,
                                         [{"id": e["id"], "embedding": e["embedding"]} for e in missing])
-        groups = _UnionFind()
+        groups = plan.groups
         by_norm: dict[str, str] = {}
         for e in entities:  # ordered by id
             first = by_norm.setdefault(e["norm_name"], e["id"])
@@ -237,11 +245,21 @@ class EntityResolver:
                               f"max_llm_pairs={self.max_llm_pairs} were left apart")
             ask = ask[:self.max_llm_pairs]
         stats.model_pairs = len(ask)
-        for c, same in self._ask_model(entity_type, ask, stats, on_call):
+        plan.replies = self._submit(entity_type, ask)
+        return plan
+
+    def _finish(self, plan: "_TypePlan", on_call: Callable[[], None] | None) -> ResolutionStats:
+        """Read the type's replies, then merge its groups."""
+        from . import store
+
+        stats, groups = plan.stats, plan.groups
+        if plan.replies is None:
+            return stats
+        for c, same in self._read_replies(plan.replies, stats, on_call):
             if same and groups.union(c.left["id"], c.right["id"]):
                 stats.merged_by_model += 1
         members: dict[str, list[dict[str, Any]]] = {}
-        for e in entities:
+        for e in plan.entities:
             members.setdefault(groups.find(e["id"]), []).append(e)
         pairs = []
         for group in members.values():
@@ -253,15 +271,17 @@ class EntityResolver:
         store.merge_entities(self.driver, self.database, pairs)
         return stats
 
-    def _ask_model(self, entity_type: str, ask: list[Candidate], stats: ResolutionStats,
-                   on_call: Callable[[], None] | None):
+    def _submit(self, entity_type: str, ask: list[Candidate]):
         from .decisions import ask_in_batches
         from .extraction_schema import ResolutionReply
         from .prompts_ingest import resolution_messages
 
-        replies = ask_in_batches(self.models, self.executor, ask, self.batch_pairs,
-                                 lambda batch: resolution_messages(entity_type, [(c.left, c.right) for c in batch]),
-                                 ResolutionReply, self.max_tokens)
+        return ask_in_batches(self.models, self.executor, ask, self.batch_pairs,
+                              lambda batch: resolution_messages(entity_type, [(c.left, c.right) for c in batch]),
+                              ResolutionReply, self.max_tokens)
+
+    @staticmethod
+    def _read_replies(replies, stats: ResolutionStats, on_call: Callable[[], None] | None):
         for batch, reply in replies:
             stats.model_calls += 1
             if on_call:
@@ -272,6 +292,15 @@ class EntityResolver:
             answers = {d.pair: d.same for d in reply.decisions}
             for number, c in enumerate(batch):
                 yield c, bool(answers.get(number, False))
+
+
+@dataclass
+class _TypePlan:
+    entity_type: str
+    entities: list[dict[str, Any]]
+    stats: ResolutionStats
+    groups: "_UnionFind"
+    replies: Any = None  # (batch, reply) iterator of the submitted questions
 
 
 def _entity_text(entity: dict[str, Any]) -> str:

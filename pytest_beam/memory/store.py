@@ -109,63 +109,66 @@ def write_chunks(driver: Any, database: str, rows: list[dict[str, Any]]) -> None
 
 # -- extraction results ----------------------------------------------------------------------------
 
+def _check_types(rows: list[dict[str, Any]], allowed: tuple[str, ...], what: str) -> None:
+    unknown = sorted({str(r["type"]) for r in rows} - set(allowed))
+    if unknown:
+        raise ValueError(f"{what} rows with unknown type(s) {unknown}: expected one of {list(allowed)}")
+
+
+# One query per write whatever the type (a dynamic label, `SET n:$(row.type)`): each distinct
+# query text costs the server a plan, 100-300 ms of CPU on a fresh JVM, per conversation.
+
 def write_entities(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
     """Rows: id, type, name, norm_name, summary, date, chunk. Written in chunk order, so the
     first description seen is kept (deterministic whatever order extraction finished in)."""
-    for entity_type in ENTITY_TYPES:
-        typed = [r for r in rows if r["type"] == entity_type]
-        if not typed:
-            continue
-        _write(driver, database, f"""
-            UNWIND $rows AS row
-            MERGE (e:Entity {{id: row.id}})
-            ON CREATE SET e:{entity_type}, e.type = row.type, e.name = row.name,
-                e.norm_name = row.norm_name, e.summary = row.summary, e.date = row.date,
-                e.aliases = [row.name]
-            ON MATCH SET e.summary = CASE WHEN coalesce(e.summary, '') = '' THEN row.summary ELSE e.summary END,
-                e.date = coalesce(e.date, row.date)
-            WITH e, row
-            MATCH (c:Chunk {{id: row.chunk}})
-            MERGE (e)-[:MENTIONED_IN]->(c)
-        """, typed)
+    _check_types(rows, ENTITY_TYPES, "entity")
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MERGE (e:Entity {id: row.id})
+        ON CREATE SET e:$(row.type), e.type = row.type, e.name = row.name,
+            e.norm_name = row.norm_name, e.summary = row.summary, e.date = row.date,
+            e.aliases = [row.name]
+        ON MATCH SET e.summary = CASE WHEN coalesce(e.summary, '') = '' THEN row.summary ELSE e.summary END,
+            e.date = coalesce(e.date, row.date)
+        WITH e, row
+        MATCH (c:Chunk {id: row.chunk})
+        MERGE (e)-[:MENTIONED_IN]->(c)
+    """, rows)
 
 
 def write_statements(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
     """Rows: id, type, text, subject, value, unit, session, chunk, order, message_ids, about
     (entity ids), topic (entity id or null), embedding."""
-    for statement_type in STATEMENT_TYPES:
-        typed = [r for r in rows if r["type"] == statement_type]
-        if not typed:
-            continue
-        _write(driver, database, f"""
-            UNWIND $rows AS row
-            MERGE (s:Statement {{id: row.id}})
-            SET s:Searchable:{statement_type}, s.type = row.type, s.text = row.text,
-                s.subject = row.subject, s.value = row.value, s.unit = row.unit,
-                s.session = row.session, s.chunk = row.chunk, s.order = row.order,
-                s.message_ids = row.message_ids, s.embedding = row.embedding,
-                s.superseded = coalesce(s.superseded, false)
-            WITH s, row
-            CALL (s, row) {{
-                MATCH (session:Session {{number: row.session}})
-                MERGE (s)-[:STATED_IN]->(session)
-            }}
-            CALL (s, row) {{
-                UNWIND row.message_ids AS mid
-                MATCH (m:Message {{id: mid}})
-                MERGE (s)-[:FROM_MESSAGE]->(m)
-            }}
-            CALL (s, row) {{
-                UNWIND row.about AS eid
-                MATCH (e:Entity {{id: eid}})
-                MERGE (s)-[:ABOUT]->(e)
-            }}
-            CALL (s, row) {{
-                WITH s, row WHERE row.topic IS NOT NULL
-                MATCH (t:Topic {{id: row.topic}})
-                MERGE (s)-[:TRIGGERED_BY]->(t)
-            }}
-        """, typed)
+    _check_types(rows, STATEMENT_TYPES, "statement")
+    _write(driver, database, """
+        UNWIND $rows AS row
+        MERGE (s:Statement {id: row.id})
+        SET s:Searchable, s:$(row.type), s.type = row.type, s.text = row.text,
+            s.subject = row.subject, s.value = row.value, s.unit = row.unit,
+            s.session = row.session, s.chunk = row.chunk, s.order = row.order,
+            s.message_ids = row.message_ids, s.embedding = row.embedding,
+            s.superseded = coalesce(s.superseded, false)
+        WITH s, row
+        CALL (s, row) {
+            MATCH (session:Session {number: row.session})
+            MERGE (s)-[:STATED_IN]->(session)
+        }
+        CALL (s, row) {
+            UNWIND row.message_ids AS mid
+            MATCH (m:Message {id: mid})
+            MERGE (s)-[:FROM_MESSAGE]->(m)
+        }
+        CALL (s, row) {
+            UNWIND row.about AS eid
+            MATCH (e:Entity {id: eid})
+            MERGE (s)-[:ABOUT]->(e)
+        }
+        CALL (s, row) {
+            WITH s, row WHERE row.topic IS NOT NULL
+            MATCH (t:Topic {id: row.topic})
+            MERGE (s)-[:TRIGGERED_BY]->(t)
+        }
+    """, rows)
 
 
 # -- entity resolution -----------------------------------------------------------------------------
@@ -173,14 +176,14 @@ def write_statements(driver: Any, database: str, rows: list[dict[str, Any]]) -> 
 def load_entities(driver: Any, database: str, entity_type: str) -> list[dict[str, Any]]:
     if entity_type not in ENTITY_TYPES:
         raise ValueError(entity_type)
-    return _read(driver, database, f"""
-        MATCH (e:{entity_type})
+    return _read(driver, database, """
+        MATCH (e:$($entity_type))
         OPTIONAL MATCH (e)-[:MENTIONED_IN]->(c:Chunk)
         WITH e, collect(DISTINCT c.session) AS sessions, count(DISTINCT c) AS mentions, min(c.index) AS first
         RETURN e.id AS id, e.name AS name, e.norm_name AS norm_name, coalesce(e.summary, '') AS summary,
                e.embedding AS embedding, sessions, mentions, first
         ORDER BY e.id
-    """)
+    """, entity_type=entity_type)
 
 
 def set_message_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
