@@ -17,6 +17,7 @@ calls and <= 6M tokens.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -160,6 +161,11 @@ def scripted_updates(prompt: str) -> dict:
     return {"decisions": decisions}
 
 
+@functools.lru_cache(maxsize=16)
+def _schema_tokens(schema: str) -> int:
+    return count_tokens(schema)  # the same few schemas on every call: count each once
+
+
 def responder(body: dict) -> Reply | None:
     name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
     user = "\n".join(m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user")
@@ -173,7 +179,7 @@ def responder(body: dict) -> Reply | None:
         return None
     prompt_text = "\n".join(m.get("content") or "" for m in body.get("messages", []))
     schema = json.dumps((body.get("response_format") or {}).get("json_schema", {}))
-    prompt_tokens = count_tokens(prompt_text) + count_tokens(schema) + 4 * len(body.get("messages", []))
+    prompt_tokens = count_tokens(prompt_text) + _schema_tokens(schema) + 4 * len(body.get("messages", []))
     return Reply.json_object(value, usage={"prompt_tokens": prompt_tokens,
                                            "completion_tokens": count_tokens(json.dumps(value))})
 

@@ -332,7 +332,8 @@ class ModelClient:
             "fingerprint": fingerprint({"kind": "chat", **logical}),
         }
         try:
-            got = self._obtain("chat", role, model, logical, structured_schema=structured_schema)
+            got = self._obtain("chat", role, model, logical, structured_schema=structured_schema,
+                               fp=trace["fingerprint"])
             text, tool_calls, finish_reason = self._parse_chat(got.data)
         except ModelEndpointError as exc:
             self.meter.record(role, Usage(errors=1, latency_s=time.monotonic() - started))
@@ -398,9 +399,9 @@ class ModelClient:
     # -- sources: cassette, cache, network ------------------------------------------------------------
 
     def _obtain(self, kind: str, role: str, model: str, logical: dict[str, Any], *,
-                structured_schema: dict | None) -> _Obtained:
+                structured_schema: dict | None, fp: str | None = None) -> _Obtained:
         request = {"kind": kind, **logical}
-        fp = fingerprint(request)
+        fp = fp or fingerprint(request)
         occurrence = 0
         cassette = self.cassette
         if cassette is not None:
