@@ -1,6 +1,6 @@
 """Bench the local Neo4j provider: N services started at once (threads).
 
-For each N (default 1 and 5) it reports, per service and summarised:
+For each start mode and each N (default 1 and 5) it reports, per service and summarised:
   * start-up time to first query: from start() called to a first `RETURN 1` answered through a
     fresh driver;
   * resident memory (RSS of the JVM from /proc) after start and after the writes;
@@ -8,7 +8,13 @@ For each N (default 1 and 5) it reports, per service and summarised:
     nodes in batches (uniqueness constraint on :Node(id), as the graph schema has), all services
     writing at the same time.
 
-    .venv/bin/python bench/neo4j_services.py [--counts 1,5] [--nodes 10000] [--batch 1000] [--heap 512m]
+Start modes, measured in the same run: ``plain`` (the signed jars as Maven has them, no class-data
+archive: the baseline) and ``fast`` (the provider's default: unsigned jar copies and the
+class-data archive, see pytest_beam/services/jvm_startup.py; the archive is written first if it
+is missing, so the fast rounds measure starts from it).
+
+    .venv/bin/python bench/neo4j_services.py [--counts 1,5] [--modes plain,fast] [--nodes 10000]
+                                             [--batch 1000] [--heap 512m]
 """
 
 from __future__ import annotations
@@ -30,8 +36,15 @@ from pytest_beam.services.local import NEO4J_VERSION, LocalNeo4jProvider  # noqa
 MERGE = "UNWIND $rows AS r MERGE (n:Node {id: r.id}) SET n.v = r.v"
 
 
-def run_round(n: int, nodes: int, batch: int, heap: str) -> list[dict]:
-    provider = LocalNeo4jProvider(heap=heap)
+def warm_archive(heap: str) -> None:
+    """One start and clean stop, so the class-data archive exists before the fast rounds."""
+    svc = LocalNeo4jProvider(heap=heap).create("bench-archive")
+    svc.start()
+    svc.stop()
+
+
+def run_round(n: int, nodes: int, batch: int, heap: str, fast_start: bool = True) -> list[dict]:
+    provider = LocalNeo4jProvider(heap=heap, fast_start=fast_start)
     provider.classpath()  # resolve once, outside the timings
     services = [provider.create(f"bench{n}-{i}") for i in range(n)]
     results: list[dict] = [{} for _ in services]
@@ -91,6 +104,7 @@ def run_round(n: int, nodes: int, batch: int, heap: str) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--counts", default="1,5")
+    ap.add_argument("--modes", default="plain,fast")
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--batch", type=int, default=1_000)
     ap.add_argument("--heap", default="512m")
@@ -99,26 +113,35 @@ def main() -> int:
     print(f"Neo4j {NEO4J_VERSION} local provider, heap {args.heap}, page cache 64m; "
           f"{os.cpu_count()} CPUs, load avg {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} at start")
     print(f"write: {args.nodes} nodes, UNWIND batches of {args.batch}, all services writing at once\n")
-    header = (f"{'services':>8} {'svc':>4} {'start->1st query s':>19} {'RSS start MB':>13} "
+    header = (f"{'mode':>6} {'services':>8} {'svc':>4} {'start->1st query s':>19} {'RSS start MB':>13} "
               f"{'RSS end MB':>11} {'write s':>8} {'nodes/s':>9}")
     print(header)
     print("-" * len(header))
     summary = []
-    for n in [int(x) for x in args.counts.split(",") if x]:
-        res = run_round(n, args.nodes, args.batch, args.heap)
-        for i, r in enumerate(res):
-            print(f"{n:>8} {i:>4} {r['startup_s']:>19.1f} {r['rss_start_mb']:>13.0f} {r['rss_end_mb']:>11.0f} "
-                  f"{r['write_s']:>8.2f} {args.nodes / r['write_s']:>9.0f}")
-        summary.append((n, res))
+    for mode in [m for m in args.modes.split(",") if m]:
+        if mode not in ("plain", "fast"):
+            raise SystemExit(f"unknown mode {mode!r}: plain or fast")
+        if mode == "fast":
+            warm_archive(args.heap)
+        for n in [int(x) for x in args.counts.split(",") if x]:
+            res = run_round(n, args.nodes, args.batch, args.heap, fast_start=mode == "fast")
+            for i, r in enumerate(res):
+                print(f"{mode:>6} {n:>8} {i:>4} {r['startup_s']:>19.1f} {r['rss_start_mb']:>13.0f} {r['rss_end_mb']:>11.0f} "
+                      f"{r['write_s']:>8.2f} {args.nodes / r['write_s']:>9.0f}")
+            summary.append((mode, n, res))
     print("\nsummary")
-    print(f"{'services':>8} {'start median/max s':>19} {'RSS/svc MB (end)':>17} {'RSS total MB':>13} "
+    print(f"{'mode':>6} {'services':>8} {'start median/max s':>19} {'RSS/svc MB (end)':>17} {'RSS total MB':>13} "
           f"{'agg nodes/s':>12} {'stop all s':>11} {'JVMs left':>10}")
-    for n, res in summary:
+    for mode, n, res in summary:
         st = [r["startup_s"] for r in res]
         rss = [r["rss_end_mb"] for r in res]
         agg = n * args.nodes / max(r["write_s"] for r in res)
-        print(f"{n:>8} {statistics.median(st):>9.1f}/{max(st):<9.1f} {statistics.mean(rss):>17.0f} "
+        print(f"{mode:>6} {n:>8} {statistics.median(st):>9.1f}/{max(st):<9.1f} {statistics.mean(rss):>17.0f} "
               f"{sum(rss):>13.0f} {agg:>12.0f} {res[0]['stop_all_s']:>11.1f} {len(res[0]['leftover']):>10}")
+    medians = {(mode, n): statistics.median(r["startup_s"] for r in res) for mode, n, res in summary}
+    for n in sorted({n for _, n, _ in summary}):
+        if ("plain", n) in medians and ("fast", n) in medians:
+            print(f"{n} at once: fast start is {medians['plain', n] / medians['fast', n]:.2f}x faster to first query")
     return 0
 
 

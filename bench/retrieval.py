@@ -7,12 +7,11 @@ conversations). It measures the recall of the question's source message ids in t
 k = 5, 10, 20, for hybrid search (RRF of both), full-text only and vector only, in one run, with
 the same code the agent's ``hybrid_search`` tool runs (pytest_beam/memory/search.py).
 
-Embedding long messages: the local model (all-MiniLM-L6-v2) reads at most 256 word pieces, so a
-message is cut into windows of ``--window-words`` words (default 150, about 200 word pieces), at
-most ``--max-windows`` of them (default 8, so the first ~1,200 words count; conversation 4's
-message 97, long even after its repair, is one of the few messages that reach the cap), each
-window is embedded, and the message's vector is the normalised mean of its windows' vectors.
-``--embed first`` embeds only the first window (plain truncation), for comparison.
+Message vectors: by default (``--embed ingest``) exactly as ingest makes them, from
+``message_embedding_text`` (the first MESSAGE_EMBED_WORDS words); ``--message-words N`` tries
+another cut (0: the whole message, which the local model still cuts at 256 word pieces).
+``--embed mean`` instead embeds windows of ``--window-words`` words (at most ``--max-windows``)
+and takes the normalised mean; ``--embed first`` embeds only the first window.
 
 Tuning: ``--grid`` also prints recall@10 of the fusion over a grid of RRF constants and
 per-method candidate depths, computed offline from the same two ranked lists (depth 100), so
@@ -55,7 +54,7 @@ def windows(text: str, words: int, max_windows: int) -> list[str]:
 def embed_messages(embedder: Any, texts: list[str], mode: str, words: int, max_windows: int) -> list[list[float]]:
     if mode == "ingest":
         from pytest_beam.memory.ingest import message_embedding_text
-        return embedder.embed([message_embedding_text(t, words if words >= 0 else None) for t in texts])
+        return embedder.embed([message_embedding_text(t, words) for t in texts])
     pieces: list[str] = []
     owner: list[int] = []
     for i, text in enumerate(texts):
@@ -76,6 +75,14 @@ def embed_messages(embedder: Any, texts: list[str], mode: str, words: int, max_w
     return out
 
 
+def _embedding_label(args: argparse.Namespace) -> str:
+    if args.embed == "ingest":
+        from pytest_beam.memory.ingest import MESSAGE_EMBED_WORDS
+        words = MESSAGE_EMBED_WORDS if args.message_words is None else args.message_words
+        return f"as ingest, the first {words} words" if words > 0 else "as ingest, whole messages"
+    return f"{args.embed} of {args.window_words}-word windows, max {args.max_windows}"
+
+
 def load_conversation(driver: Any, database: str, documents: Any, embedder: Any, args: argparse.Namespace) -> int:
     _clear(driver, database)
     install_schema(driver, database, embedder.dimensions)
@@ -85,7 +92,8 @@ def load_conversation(driver: Any, database: str, documents: Any, embedder: Any,
         sessions.append({"number": doc.session_number, "date": doc.session_date})
         for m in doc.messages:
             rows.append({"id": m.id, "role": m.role, "text": m.text, "session": doc.session_number})
-    vectors = embed_messages(embedder, [r["text"] for r in rows], args.embed, args.window_words, args.max_windows)
+    words = args.message_words if args.embed == "ingest" else args.window_words
+    vectors = embed_messages(embedder, [r["text"] for r in rows], args.embed, words, args.max_windows)
     for row, vec in zip(rows, vectors):
         row["embedding"] = vec
         row["order"] = row["id"]
@@ -153,7 +161,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(REPO.parent / "shared" / "beam")))
     parser.add_argument("--embed", choices=("ingest", "mean", "first"), default="ingest")
-    parser.add_argument("--window-words", type=int, default=-1)
+    parser.add_argument("--message-words", type=int, default=None,
+                        help="--embed ingest: words of a message to embed (default: what ingest uses)")
+    parser.add_argument("--window-words", type=int, default=150)
     parser.add_argument("--max-windows", type=int, default=8)
     parser.add_argument("--grid", action="store_true", help="print the RRF tuning grid too")
     parser.add_argument("--dump", default="", help="write the ranked lists (depth 100) to this JSON file")
@@ -207,7 +217,7 @@ def main() -> int:
 
     count = len(results["hybrid"][KS[0]])
     print(f"\nRecall of source message ids over {count} non-abstention questions "
-          f"(embedding: {args.embed} of {args.window_words}-word windows, max {args.max_windows}; "
+          f"(embedding: {_embedding_label(args)}; "
           f"RRF k={search.DEFAULT_RRF_K}, weights {search.DEFAULT_WEIGHTS}, "
           f"depth=max({search.MIN_DEPTH}, {search.DEFAULT_DEPTH_FACTOR}*limit), limit {max(KS)})\n")
     print("| method    | " + " | ".join(f"R@{k:<3}" for k in KS) + " |")

@@ -307,6 +307,33 @@ def test_two_spellings_of_one_person_merge_keeping_every_edge(clean_neo4j, scrip
     assert any("merged 1 by name" in note and "1 by the model" in note for note in report.notes)
 
 
+def test_resolution_questions_of_all_types_are_in_flight_together(clean_neo4j, scripted, embedder):
+    # Types never merge across each other, so their questions need not wait for one another:
+    # with a slow model, one round trip for every type rather than one per type.
+    model, server, client = scripted
+    server.latency = 0.3
+    docs = [document(1, D1, [(0, "user", "Ana met me at the Acme Labs office."),
+                             (1, "user", "Dr. Ana Lopez says Acme Research Labs is hiring.")])]
+    model.extractions = {
+        0: {"entities": [{"type": "Person", "name": "Ana"}, {"type": "Organization", "name": "Acme Labs"}],
+            "statements": [fact("Ana met the user at the Acme Labs office.", ["Ana", "Acme Labs"], [0])]},
+        1: {"entities": [{"type": "Person", "name": "Dr. Ana Lopez"},
+                         {"type": "Organization", "name": "Acme Research Labs"}],
+            "statements": [fact("Acme Research Labs is hiring.", ["Acme Research Labs"], [1])]},
+    }
+    model.same = lambda t, a, b: True
+    ingest(clean_neo4j, client, embedder, docs, concurrency=4)
+    asked = requests_of(server, "ResolutionReply")
+    asked_types = sorted(re.search(r"Entity type: (\w+)\.", user_text(r.body)).group(1) for r in asked)
+    assert asked_types == ["Organization", "Person"]
+    assert server.max_in_flight >= 2
+    starts = sorted(r.received_at for r in asked)
+    assert starts[1] - starts[0] < 0.2, "the second type's question waited for the first type's reply"
+    driver, database = clean_neo4j
+    names = rows(driver, database, "MATCH (e:Entity) RETURN e.type AS type, count(*) AS n ORDER BY type")
+    assert names == [{"type": "Organization", "n": 1}, {"type": "Person", "n": 1}]
+
+
 def test_invalid_extraction_is_retried_once_then_counted_empty(clean_neo4j, scripted, embedder):
     model, server, client = scripted
     docs = [document(1, D1, [(0, "user", "x " * 600)]), document(2, D2, [(1, "user", "I live in Lisbon.")])]

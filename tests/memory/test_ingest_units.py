@@ -127,3 +127,23 @@ def test_endpoint_embedder_uses_the_model_client():
         assert embedder.name == "endpoint:embed-small" and embedder.dimensions == 16
         assert len(vectors) == 3 and server.embedding_requests[0].body["model"] == "embed-small"
         client.close()
+
+
+def test_a_message_vector_is_made_from_its_first_words():
+    from pytest_beam.memory.ingest import MESSAGE_EMBED_WORDS, message_embedding_text
+
+    words = [f"w{i}" for i in range(MESSAGE_EMBED_WORDS + 30)]
+    text = "  ".join(words[:5]) + "\n\n" + " ".join(words[5:])
+    assert message_embedding_text(text) == " ".join(words[:MESSAGE_EMBED_WORDS])
+    assert message_embedding_text("short  message\nhere") == "short message here"
+    assert message_embedding_text(text, 3) == "w0 w1 w2"
+    assert message_embedding_text("x" * 5000, 0) == "x" * 2000  # 0: whole (the model cuts it)
+
+
+def test_graph_writes_refuse_unknown_types_before_touching_the_graph():
+    from pytest_beam.memory import store
+
+    with pytest.raises(ValueError, match=r"entity rows with unknown type\(s\) \['Planet'\]"):
+        store.write_entities(None, "neo4j", [{"type": "Person"}, {"type": "Planet"}])
+    with pytest.raises(ValueError, match=r"statement rows with unknown type\(s\) \['Rumour'\]"):
+        store.write_statements(None, "neo4j", [{"type": "Rumour"}])
