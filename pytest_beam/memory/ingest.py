@@ -137,15 +137,15 @@ def ingest_documents(
     empty: list[str] = []
     # Three kinds of work overlap: the extraction calls wait on the model, embeddings are CPU (one
     # thread: the model itself runs on every core), and the writes wait on Neo4j. The calls go out
-    # first; schema, structure and message vectors are done while the first replies are awaited;
-    # each reply's statements are embedded as it lands, and written in chunk order.
+    # first; schema and structure are written while the first replies are awaited; each reply's
+    # statements are embedded as it lands, and written in chunk order. Message vectors are needed
+    # by nothing before the marker, so they are made while resolution and updates wait on the model.
     cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed")
     with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="beam-ingest") as pool:
         extracting: dict[Future, int] = {pool.submit(extract_chunk, models, chunk, config.extraction_max_tokens): n
                                          for n, chunk in enumerate(chunks)}
         embedding: dict[Future, list[int]] = {}
         try:
-            message_vectors = cpu.submit(embedder.embed, [message_embedding_text(m["text"]) for m in messages])
             install_schema(driver, database, embedder.dimensions)
             if config.reset_graph:
                 store.reset_graph(driver, database)
@@ -180,21 +180,23 @@ def ingest_documents(
                 if len(pending) >= config.write_every or (not remaining and pending):
                     _write_rows(driver, database, pending, notes, empty)
                     pending = []
+            message_texts = [message_embedding_text(m["text"]) for m in messages]
+            message_vectors: list[Future] = []
+            resolver = EntityResolver(driver, database, models, embedder, pool, max_llm_pairs=config.max_llm_pairs,
+                                      batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
+            resolution = resolver.run(on_submitted=lambda: message_vectors.append(
+                cpu.submit(embedder.embed, message_texts)))
+            linker = UpdateLinker(driver, database, models, pool, max_llm_pairs=config.max_llm_pairs,
+                                  batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
+            updates = linker.run()
             store.set_message_embeddings(driver, database, [
-                {"id": m["id"], "embedding": v} for m, v in zip(messages, message_vectors.result())])
+                {"id": m["id"], "embedding": v} for m, v in zip(messages, message_vectors[0].result())])
         except BaseException:
             for future in (*extracting, *embedding):
                 future.cancel()
             cpu.shutdown(wait=False, cancel_futures=True)
             raise
         cpu.shutdown(wait=False)
-
-        resolver = EntityResolver(driver, database, models, embedder, pool, max_llm_pairs=config.max_llm_pairs,
-                                  batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
-        resolution = resolver.run()
-        linker = UpdateLinker(driver, database, models, pool, max_llm_pairs=config.max_llm_pairs,
-                              batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
-        updates = linker.run()
 
     graph = store.graph_stats(driver, database)
     notes.extend(resolver.notes)

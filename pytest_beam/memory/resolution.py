@@ -192,10 +192,14 @@ class EntityResolver:
     stats: ResolutionStats = field(default_factory=ResolutionStats)
     notes: list[str] = field(default_factory=list)
 
-    def run(self, entity_types: tuple[str, ...] = ENTITY_TYPES, on_call: Callable[[], None] | None = None) -> ResolutionStats:
+    def run(self, entity_types: tuple[str, ...] = ENTITY_TYPES, on_call: Callable[[], None] | None = None,
+            on_submitted: Callable[[], None] | None = None) -> ResolutionStats:
+        """``on_submitted`` is called once every question is in flight (the CPU is idle then)."""
         # Every type's questions go to the model before any type's replies are read: the types
         # are independent, so their calls overlap instead of costing one model round trip each.
         plans = [self._plan(entity_type) for entity_type in entity_types]
+        if on_submitted:
+            on_submitted()
         for plan in plans:
             self.stats.add(self._finish(plan, on_call))
         return self.stats
