@@ -100,7 +100,7 @@ def message_embedding_text(text: str, max_words: int | None = None) -> str:
     which the local model still cuts at 256 word pieces)."""
     limit = MESSAGE_EMBED_WORDS if max_words is None else max_words
     if limit <= 0:
-        return text[:2000]
+        return _embed_text(text)
     return " ".join(text.split(maxsplit=limit)[:limit])
 
 
@@ -168,7 +168,7 @@ def ingest_documents(
                             progress(done_count, len(chunks))
                     else:
                         ready.update(zip(embedding[future], future.result()))
-                if extracted and not any(not f.done() for f in embedding):
+                if extracted and all(f.done() for f in embedding):  # one embedding job at a time
                     numbers = sorted(extracted)
                     job = cpu.submit(_chunk_rows, [extracted.pop(n) for n in numbers], embedder, rows_of)
                     embedding[job] = numbers

@@ -204,9 +204,6 @@ class EntityResolver:
             self.stats.add(self._finish(plan, on_call))
         return self.stats
 
-    def resolve_type(self, entity_type: str, on_call: Callable[[], None] | None = None) -> ResolutionStats:
-        return self._finish(self._plan(entity_type), on_call)
-
     def _plan(self, entity_type: str) -> "_TypePlan":
         """Load, embed, block and classify one type's entities; submit its questions."""
         from . import store

@@ -140,5 +140,5 @@ def class_data_archive(java: str, classpath: Sequence[str], jvm_options: Sequenc
     lock = cache / f"classes-{key}.lock"
     if not _take_lock(lock):
         return ClassDataArchive(options=())  # another JVM is writing it right now
-    writing = cache / f"classes-{key}.{os.getpid()}.{id(lock)}.tmp"
+    writing = cache / f"classes-{key}.{os.getpid()}.tmp"  # one writer per process: the lock
     return ClassDataArchive(options=(f"-XX:ArchiveClassesAtExit={writing}",), writing=writing, final=final, lock=lock)
