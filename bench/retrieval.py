@@ -165,6 +165,8 @@ def main() -> int:
                         help="--embed ingest: words of a message to embed (default: what ingest uses)")
     parser.add_argument("--window-words", type=int, default=150)
     parser.add_argument("--max-windows", type=int, default=8)
+    parser.add_argument("--embedder", default="local",
+                        help="local (int8 MatMuls, the default) or local-export (the export as shipped)")
     parser.add_argument("--grid", action="store_true", help="print the RRF tuning grid too")
     parser.add_argument("--dump", default="", help="write the ranked lists (depth 100) to this JSON file")
     parser.add_argument("--from-dump", default="", help="only print the tuning grid from a --dump file")
@@ -183,7 +185,7 @@ def main() -> int:
     bench_set = load_set("full", Path(args.data))
     questions = [q for q in bench_set.questions if q.ability != "abstention" and q.source_message_ids]
     wanted = [c for c in args.conversations.split(",") if c] or sorted(bench_set.documents, key=int)
-    embedder = make_embedder("local")
+    embedder = make_embedder(args.embedder)
     results: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
     grid_lists: list[tuple[set[int], list[search.SearchHit], list[search.SearchHit]]] = []
     per_conv: list[str] = []
@@ -217,7 +219,7 @@ def main() -> int:
 
     count = len(results["hybrid"][KS[0]])
     print(f"\nRecall of source message ids over {count} non-abstention questions "
-          f"(embedding: {_embedding_label(args)}; "
+          f"(embedder {embedder.name}, {_embedding_label(args)}; "
           f"RRF k={search.DEFAULT_RRF_K}, weights {search.DEFAULT_WEIGHTS}, "
           f"depth=max({search.MIN_DEPTH}, {search.DEFAULT_DEPTH_FACTOR}*limit), limit {max(KS)})\n")
     print("| method    | " + " | ".join(f"R@{k:<3}" for k in KS) + " |")

@@ -19,7 +19,6 @@ Run ``python -m pytest_beam.services --print`` to resolve (and print) the class 
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import hashlib
 import importlib.resources
@@ -35,6 +34,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..paths import cache_root, file_lock
 from . import _process
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
 
@@ -114,11 +114,7 @@ def java_major_version(java: str) -> int | None:
 
 
 def cache_dir(version: str = NEO4J_VERSION) -> Path:
-    base = os.environ.get("BEAM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "pytest-beam",
-    )
-    return Path(base) / f"neo4j-{version}"
+    return cache_root() / f"neo4j-{version}"
 
 
 def classpath_file(version: str = NEO4J_VERSION) -> Path:
@@ -170,27 +166,11 @@ def resolve_classpath(version: str = NEO4J_VERSION, *, mvn: str | None = None) -
     jars = cached_classpath(version)
     if jars is not None:
         return jars
-    with _RESOLVE_LOCK, _file_lock(cache_dir(version) / ".lock"):
+    with _RESOLVE_LOCK, file_lock(cache_dir(version) / ".lock"):
         jars = cached_classpath(version)  # another process may have done it meanwhile
         if jars is not None:
             return jars
         return _resolve_with_maven(version, mvn)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX
-            yield
-            return
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _resolve_with_maven(version: str, mvn: str | None) -> list[str]:
@@ -364,7 +344,7 @@ class LocalNeo4jProvider(Neo4jProvider):
                 if self.fast_start:
                     from .jvm_startup import run_classpath
 
-                    with _file_lock(self.startup_dir / ".lock"):
+                    with file_lock(self.startup_dir / ".lock"):
                         jars = run_classpath(jars, self.startup_dir)
                 self._classpath = jars
             return self._classpath

@@ -113,6 +113,23 @@ def test_local_embedder_gives_unit_vectors_that_rank_related_text_higher():
     assert embedder.embed(["The deadline moved from May 1 to May 15."])[0] == pytest.approx(vectors[0], abs=1e-5)
 
 
+def test_local_model_is_quantized_once_and_stays_close_to_the_export(tmp_path):
+    from pytest_beam.memory.embeddings import LocalEmbedder, _LocalModel, _export_path, cosine, quantized_model
+
+    built = quantized_model(tmp_path)
+    assert built.parent == tmp_path / "embeddings" and built.name.endswith("-int8-matmul.onnx")
+    stamp = built.stat().st_mtime_ns
+    assert quantized_model(tmp_path) == built and built.stat().st_mtime_ns == stamp  # built once
+    assert [p.name for p in built.parent.iterdir() if p.suffix == ".onnx"] == [built.name]  # no leftovers
+    texts = ["The deadline moved from May 1 to May 15.", "Ana Lopez: the user's sister",
+             "I'm kinda stressed about managing my time effectively with my birthday coming up."]
+    int8 = _LocalModel(built).embed(texts, 16)
+    export = _LocalModel(_export_path()).embed(texts, 16)
+    assert all(0.97 < cosine(a, b) < 0.99999 for a, b in zip(int8, export))  # moved, but barely
+    assert LocalEmbedder(quantized=False).name == "local:all-MiniLM-L6-v2-int8-onnx"
+    assert LocalEmbedder().name == "local:all-MiniLM-L6-v2-int8-matmul-onnx"
+
+
 def test_endpoint_embedder_uses_the_model_client():
     from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
     from pytest_beam.memory.embeddings import EmbeddingUnavailable, make_embedder
