@@ -8,6 +8,7 @@ phase, and the harness's own time per question; then one conversation's ingest a
 concurrency 1 and 8.
 
     .venv/bin/python bench/overhead.py [--latency 0,0.2] [--workers 1,5] [--ingest-concurrency 1,8]
+                                       [--ingest-repeat 3]
 
 Harness own time per question, two ways: of wall clock — the run's wall time minus the time
 spent waiting on the model (summed call latency, divided by the extraction concurrency during
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,6 +118,8 @@ def main() -> int:
     parser.add_argument("--latency", default="0,0.2")
     parser.add_argument("--workers", default="1,5")
     parser.add_argument("--ingest-concurrency", default="1,8")
+    parser.add_argument("--ingest-repeat", type=int, default=3,
+                        help="ingest runs per concurrency; the median is compared (one run varies by ~10%%)")
     parser.add_argument("--work", default=tempfile.gettempdir())
     args = parser.parse_args()
     data, work = Path(args.data), Path(args.work)
@@ -140,13 +144,17 @@ def main() -> int:
         documents = load_set("full", data).documents["17"]
         embedder = TimedEmbedder(make_embedder("local"))
         ingest_latency = max(latencies) if latencies else 0.2
-        times = {}
+        times: dict[int, float] = {}
         with ScriptedModelServer(responder=Responder(), latency=ingest_latency) as server:
             for c in concurrencies:
-                embedder.seconds = 0.0
-                times[c] = ingest_once(server.base_url, documents, c, work, embedder)
-                print(f"\nconversation 17 ingest at concurrency {c}, latency {ingest_latency:.2f} s: "
-                      f"{times[c]:.1f} s (embedding {embedder.seconds:.1f} s of it)")
+                runs = []
+                for _ in range(max(1, args.ingest_repeat)):
+                    embedder.seconds = 0.0
+                    runs.append((ingest_once(server.base_url, documents, c, work, embedder), embedder.seconds))
+                times[c] = statistics.median(t for t, _ in runs)
+                print(f"\nconversation 17 ingest at concurrency {c}, latency {ingest_latency:.2f} s: median "
+                      f"{times[c]:.1f} s of {len(runs)} runs (" +
+                      ", ".join(f"{t:.1f} s, embedding {e:.1f} s" for t, e in runs) + ")")
         if len(times) == 2:
             lo, hi = sorted(times)
             print(f"concurrency {hi} is {times[lo] / times[hi]:.2f}x faster than {lo}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
@@ -138,13 +139,16 @@ def ingest_documents(
     # Three kinds of work overlap: the extraction calls wait on the model, embeddings are CPU (one
     # thread: the model itself runs on every core), and the writes wait on Neo4j. The calls go out
     # first; schema and structure are written while the first replies are awaited; each reply's
-    # statements are embedded as it lands, and written in chunk order. Message vectors are needed
-    # by nothing before the marker, so they are made while resolution and updates wait on the model.
+    # statements are embedded as it lands, and written in chunk order; entities whose text is
+    # settled are embedded for resolution on a second thread. Message vectors are needed by nothing
+    # before the marker, so they are made while resolution and updates wait on the model.
     cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed")
+    entity_cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed-entities")
     with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="beam-ingest") as pool:
         extracting: dict[Future, int] = {pool.submit(extract_chunk, models, chunk, config.extraction_max_tokens): n
                                          for n, chunk in enumerate(chunks)}
         embedding: dict[Future, list[int]] = {}
+        entity_vectors = _EntityVectors(embedder)
         try:
             install_schema(driver, database, embedder.dimensions)
             if config.reset_graph:
@@ -179,24 +183,29 @@ def ingest_documents(
                     next_to_write += 1
                 if len(pending) >= config.write_every or (not remaining and pending):
                     _write_rows(driver, database, pending, notes, empty)
+                    entity_vectors.submit(entity_cpu, entity_vectors.settled_texts(pending, final=not remaining))
                     pending = []
             message_texts = [message_embedding_text(m["text"]) for m in messages]
             message_vectors: list[Future] = []
-            resolver = EntityResolver(driver, database, models, embedder, pool, max_llm_pairs=config.max_llm_pairs,
-                                      batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
+            resolver = EntityResolver(driver, database, models, entity_vectors, pool,
+                                      max_llm_pairs=config.max_llm_pairs, batch_pairs=config.batch_pairs,
+                                      max_tokens=config.resolution_max_tokens)
             resolution = resolver.run(on_submitted=lambda: message_vectors.append(
                 cpu.submit(embedder.embed, message_texts)))
             linker = UpdateLinker(driver, database, models, pool, max_llm_pairs=config.max_llm_pairs,
                                   batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
             updates = linker.run()
+            entity_vectors.check()
             store.set_message_embeddings(driver, database, [
                 {"id": m["id"], "embedding": v} for m, v in zip(messages, message_vectors[0].result())])
         except BaseException:
             for future in (*extracting, *embedding):
                 future.cancel()
-            cpu.shutdown(wait=False, cancel_futures=True)
+            for executor in (cpu, entity_cpu):
+                executor.shutdown(wait=False, cancel_futures=True)
             raise
         cpu.shutdown(wait=False)
+        entity_cpu.shutdown(wait=False)
 
     graph = store.graph_stats(driver, database)
     notes.extend(resolver.notes)
@@ -279,6 +288,70 @@ def _chunk_rows(extractions: list[Any], embedder: Any, rows_of: Callable) -> lis
         for row, vector in zip(statements, vectors):
             row["embedding"] = vector
     return out
+
+
+class _EntityVectors:
+    """Entity vectors made while extraction runs, so that resolution finds them ready.
+
+    Resolution embeds an entity as the graph holds it once every chunk is written: the name of
+    its first mention in chunk order, and the first non-empty description (``store.write_entities``).
+    Rows are written in chunk order, so the moment an entity has a description its text is
+    settled (after the last write, every text is). Settled texts are embedded on their own
+    thread, so statement embedding never queues behind them. Resolution looks vectors up by text
+    (the embedder's vector depends on the text alone), waits for texts in flight, and embeds a
+    text that differs from the forecast itself.
+    """
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.name = embedder.name
+        self.dimensions = embedder.dimensions
+        self._texts: dict[str, tuple[str, str]] = {}  # entity id -> (name, description) as written
+        self._in_flight: dict[str, Future] = {}  # text -> the job embedding it
+        self._jobs: list[Future] = []
+        self._vectors: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def settled_texts(self, written: list[_ChunkRows], final: bool = False) -> list[str]:
+        from .resolution import entity_embedding_text
+
+        for rows in written:  # in chunk order, as they were written
+            if rows.extracted.empty:
+                continue
+            for row in rows.entities:
+                name, summary = self._texts.get(row["id"], (row["name"], ""))
+                self._texts[row["id"]] = (name, summary or row.get("summary") or "")
+        texts = (entity_embedding_text({"name": name, "summary": summary})
+                 for name, summary in self._texts.values() if summary or final)
+        return [t for t in dict.fromkeys(texts) if t not in self._in_flight]
+
+    def submit(self, executor: ThreadPoolExecutor, texts: list[str]) -> None:
+        if not texts:
+            return
+        job = executor.submit(self._embed_now, texts)
+        self._jobs.append(job)
+        for text in texts:
+            self._in_flight[text] = job
+
+    def _embed_now(self, texts: list[str]) -> None:
+        vectors = self.embedder.embed(texts)
+        with self._lock:
+            self._vectors.update(zip(texts, vectors))
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        for job in {self._in_flight[t] for t in texts if t in self._in_flight}:
+            job.result()  # an embedding error surfaces here
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            self._embed_now(missing)
+        with self._lock:
+            return [self._vectors[t] for t in texts]
+
+    def check(self) -> None:
+        """Raise what a job no one waited for raised."""
+        for job in self._jobs:
+            job.result()
 
 
 def _write_rows(driver: Any, database: str, done: list[_ChunkRows], notes: list[str], empty: list[str]) -> None:

@@ -195,32 +195,42 @@ class EntityResolver:
     def run(self, entity_types: tuple[str, ...] = ENTITY_TYPES, on_call: Callable[[], None] | None = None,
             on_submitted: Callable[[], None] | None = None) -> ResolutionStats:
         """``on_submitted`` is called once every question is in flight (the CPU is idle then)."""
-        # Every type's questions go to the model before any type's replies are read: the types
-        # are independent, so their calls overlap instead of costing one model round trip each.
-        plans = [self._plan(entity_type) for entity_type in entity_types]
-        if on_submitted:
-            on_submitted()
-        for plan in plans:
-            self.stats.add(self._finish(plan, on_call))
-        return self.stats
-
-    def _plan(self, entity_type: str) -> "_TypePlan":
-        """Load, embed, block and classify one type's entities; submit its questions."""
         from . import store
 
+        # Every type's questions go to the model before any type's replies are read: the types
+        # are independent, so their calls overlap instead of costing one model round trip each.
+        # For the same reason the graph is read, given vectors and merged once for all types.
+        entities = store.load_entities(self.driver, self.database, entity_types)
+        embedded = self._embed_missing([e for group in entities.values() if len(group) >= 2 for e in group])
+        plans = [self._plan(entity_type, entities[entity_type]) for entity_type in entity_types]
+        # the vectors are stored while the questions are out: nothing before needs them in the graph
+        store.set_entity_embeddings(self.driver, self.database,
+                                    [{"id": e["id"], "embedding": e["embedding"]} for e in embedded])
+        if on_submitted:
+            on_submitted()
+        pairs: list[dict[str, str]] = []
+        for plan in plans:
+            pairs.extend(self._finish(plan, on_call))
+            self.stats.add(plan.stats)
+        store.merge_entities(self.driver, self.database, pairs)  # types never merge across each other
+        return self.stats
+
+    def _embed_missing(self, entities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Give entities without a vector one; those are returned, to be stored."""
+        missing = [e for e in entities if not e.get("embedding")]
+        if missing:
+            vectors = self.embedder.embed([entity_embedding_text(e) for e in missing])
+            for e, v in zip(missing, vectors):
+                e["embedding"] = v
+        return missing
+
+    def _plan(self, entity_type: str, entities: list[dict[str, Any]]) -> "_TypePlan":
+        """Block and classify one type's entities (embedded already); submit its questions."""
         stats = ResolutionStats()
-        entities = store.load_entities(self.driver, self.database, entity_type)
         stats.entities = len(entities)
         plan = _TypePlan(entity_type, entities, stats, _UnionFind())
         if len(entities) < 2:
             return plan
-        missing = [e for e in entities if not e.get("embedding")]
-        if missing:
-            vectors = self.embedder.embed([_entity_text(e) for e in missing])
-            for e, v in zip(missing, vectors):
-                e["embedding"] = v
-            store.set_entity_embeddings(self.driver, self.database,
-                                        [{"id": e["id"], "embedding": e["embedding"]} for e in missing])
         groups = plan.groups
         by_norm: dict[str, str] = {}
         for e in entities:  # ordered by id
@@ -249,16 +259,13 @@ class EntityResolver:
         plan.replies = self._submit(entity_type, ask)
         return plan
 
-    def _finish(self, plan: "_TypePlan", on_call: Callable[[], None] | None) -> ResolutionStats:
-        """Read the type's replies, then merge its groups."""
-        from . import store
-
+    def _finish(self, plan: "_TypePlan", on_call: Callable[[], None] | None) -> list[dict[str, str]]:
+        """Read the type's replies; the (keep, drop) pairs that merge its groups."""
         stats, groups = plan.stats, plan.groups
-        if plan.replies is None:
-            return stats
-        for c, same in self._read_replies(plan.replies, stats, on_call):
-            if same and groups.union(c.left["id"], c.right["id"]):
-                stats.merged_by_model += 1
+        if plan.replies is not None:
+            for c, same in self._read_replies(plan.replies, stats, on_call):
+                if same and groups.union(c.left["id"], c.right["id"]):
+                    stats.merged_by_model += 1
         members: dict[str, list[dict[str, Any]]] = {}
         for e in plan.entities:
             members.setdefault(groups.find(e["id"]), []).append(e)
@@ -269,8 +276,7 @@ class EntityResolver:
             keep = min(group, key=_keep_key)
             pairs.extend({"keep": keep["id"], "drop": e["id"]} for e in sorted(group, key=lambda x: x["id"])
                          if e["id"] != keep["id"])
-        store.merge_entities(self.driver, self.database, pairs)
-        return stats
+        return pairs
 
     def _submit(self, entity_type: str, ask: list[Candidate]):
         from .decisions import ask_in_batches
@@ -304,6 +310,6 @@ class _TypePlan:
     replies: Any = None  # (batch, reply) iterator of the submitted questions
 
 
-def _entity_text(entity: dict[str, Any]) -> str:
+def entity_embedding_text(entity: dict[str, Any]) -> str:
     summary = entity.get("summary") or ""
     return f"{entity['name']}: {summary}" if summary else entity["name"]

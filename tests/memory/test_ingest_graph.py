@@ -367,3 +367,33 @@ def test_endpoint_error_propagates_and_leaves_no_marker(clean_neo4j, embedder):
         server.stop()
     driver, database = clean_neo4j
     assert rows(driver, database, "MATCH (k:IngestMarker) RETURN count(k) AS n") == [{"n": 0}]
+
+
+def test_merging_entities_moves_every_edge_of_each_type_and_direction(clean_neo4j):
+    from pytest_beam.memory import store
+
+    driver, database = clean_neo4j
+    driver.execute_query("""
+        CREATE (k1:Entity:Person {id: 'k1', name: 'Ana', aliases: ['Ana']}),
+               (d1:Entity:Person {id: 'd1', name: 'Ana L', summary: 'a doctor'}),
+               (k2:Entity:Place {id: 'k2', name: 'Lima'}), (d2:Entity:Place {id: 'd2', name: 'Lima, Peru'}),
+               (s:Statement {id: 's'}), (c:Chunk {id: 'c'}), (c2:Chunk {id: 'c2'}),
+               (s)-[:ABOUT {role: 'subject'}]->(d1), (d1)-[:MENTIONED_IN]->(c), (k1)-[:MENTIONED_IN]->(c),
+               (d1)-[:MENTIONED_IN]->(c2), (d1)-[:LIVES_IN {since: 2020}]->(d2), (k1)-[:KNOWS]->(d1)
+    """, database_=database)
+    store.merge_entities(driver, database, [{"keep": "k1", "drop": "d1"}, {"keep": "k2", "drop": "d2"}])
+    edges = rows(driver, database, """
+        MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS type, properties(r) AS props, b.id AS b
+        ORDER BY a, type, b""")
+    assert edges == [
+        {"a": "k1", "type": "LIVES_IN", "props": {"since": 2020}, "b": "k2"},  # both ends were merged
+        {"a": "k1", "type": "MENTIONED_IN", "props": {}, "b": "c"},  # not doubled
+        {"a": "k1", "type": "MENTIONED_IN", "props": {}, "b": "c2"},
+        {"a": "s", "type": "ABOUT", "props": {"role": "subject"}, "b": "k1"},
+    ]  # the edge between keep and drop went with the drop
+    ana = rows(driver, database, "MATCH (e:Entity) RETURN e.id AS id, e.aliases AS aliases, e.summary AS summary "
+                                 "ORDER BY id")
+    assert ana == [{"id": "k1", "aliases": ["Ana", "Ana L"], "summary": "a doctor"},
+                   {"id": "k2", "aliases": ["Lima, Peru"], "summary": None}]
+    with pytest.raises(ValueError, match="chain"):
+        store.merge_entities(driver, database, [{"keep": "k1", "drop": "k2"}, {"keep": "k2", "drop": "x"}])
