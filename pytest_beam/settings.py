@@ -69,7 +69,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("extraction_model", "Model for ingest extraction (default: the agent's).", None),
     Option("resolution_model", "Model for entity resolution and updates (default: the agent's).", None),
     Option("judge_model", "Model of the judge (default: the agent's, which biases scores upward).", None),
-    Option("embeddings", "Embeddings: local (in-process MiniLM shipped in a wheel) or endpoint:<model>.", "local"),
+    Option("embeddings", "Embeddings: local (in-process MiniLM, MatMuls in int8, built once into ~/.cache/pytest-beam), local-export (the wheel's export as shipped) or endpoint:<model>.", "local"),
     Option("chunk_tokens", "Ingest chunk size in tokens.", 1000, int),
     Option("max_llm_pairs", "Most entity pairs per label sent to the model for resolution.", 500, int),
     Option("concurrency", "Most model requests in flight per endpoint.", 4, int),

@@ -136,8 +136,8 @@ def ingest_documents(
     messages = _messages_of(ordered)
     notes: list[str] = []
     empty: list[str] = []
-    # Three kinds of work overlap: the extraction calls wait on the model, embeddings are CPU (one
-    # thread: the model itself runs on every core), and the writes wait on Neo4j. The calls go out
+    # Three kinds of work overlap: the extraction calls wait on the model, embeddings are CPU (two
+    # threads of their own: statements, and entities), and the writes wait on Neo4j. The calls go out
     # first; schema and structure are written while the first replies are awaited; each reply's
     # statements are embedded as it lands, and written in chunk order; entities whose text is
     # settled are embedded for resolution on a second thread. Message vectors are needed by nothing

@@ -164,3 +164,41 @@ def test_graph_writes_refuse_unknown_types_before_touching_the_graph():
         store.write_entities(None, "neo4j", [{"type": "Person"}, {"type": "Planet"}])
     with pytest.raises(ValueError, match=r"statement rows with unknown type\(s\) \['Rumour'\]"):
         store.write_statements(None, "neo4j", [{"type": "Rumour"}])
+
+
+def test_entity_vectors_forecast_the_text_resolution_reads_and_embed_it_once():
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from pytest_beam.memory.ingest import _ChunkRows, _EntityVectors
+
+    class Counting:
+        name, dimensions = "counting", 1
+
+        def __init__(self):
+            self.seen = []
+
+        def embed(self, texts):
+            self.seen.extend(texts)
+            return [[float(len(t))] for t in texts]
+
+    def written(*entities):
+        return [_ChunkRows(SimpleNamespace(empty=False), [dict(e) for e in entities], [])]
+
+    inner = Counting()
+    vectors = _EntityVectors(inner)
+    with ThreadPoolExecutor(1) as pool:
+        # as write_entities keeps them: the first name, the first non-empty description
+        first = vectors.settled_texts(written({"id": "p:ana", "name": "Ana", "summary": ""},
+                                              {"id": "p:bo", "name": "Bo", "summary": "a cook"}))
+        assert first == ["Bo: a cook"]  # Ana's text may still gain a description
+        vectors.submit(pool, first)
+        later = vectors.settled_texts(written({"id": "p:ana", "name": "ANA", "summary": "the sister"},
+                                              {"id": "p:bo", "name": "Bo", "summary": "a chef"}))
+        assert later == ["Ana: the sister"]
+        vectors.submit(pool, later)
+        assert vectors.settled_texts(written({"id": "t:x", "name": "X", "summary": ""}), final=True) == ["X"]
+        got = vectors.embed(["Ana: the sister", "Bo: a cook", "Cy"])  # Cy was never forecast
+        vectors.check()
+    assert got == [[15.0], [10.0], [2.0]]
+    assert sorted(inner.seen) == ["Ana: the sister", "Bo: a cook", "Cy"]  # each embedded once
