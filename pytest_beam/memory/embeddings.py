@@ -12,7 +12,8 @@ therefore runs a copy whose MatMuls are int8 (onnxruntime's dynamic quantization
 activations, per-channel s8 weights, which VNNI and AMX run natively), built once per machine
 into the pytest-beam cache (:func:`quantized_model`). It embeds 2.3x (questions) to 3x
 (message heads) cheaper; its vectors agree with the export's to a mean cosine of 0.994
-(`bench/embeddings.py` measures both, `bench/retrieval.py --embedder` the recall with each). `"local-export"` runs the export as shipped.
+(`bench/embeddings.py` measures both, `bench/retrieval.py --embedder` the recall with each).
+`"local-export"` runs the export as shipped.
 
 `make_embedder("endpoint:<model>", models)` asks the endpoint through `ModelClient.embed`.
 Every vector returned has unit length.
