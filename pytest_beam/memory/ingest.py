@@ -315,14 +315,17 @@ class _EntityVectors:
     def settled_texts(self, written: list[_ChunkRows], final: bool = False) -> list[str]:
         from .resolution import entity_embedding_text
 
+        touched: dict[str, None] = {}  # only these can have changed text since the last call
         for rows in written:  # in chunk order, as they were written
             if rows.extracted.empty:
                 continue
             for row in rows.entities:
                 name, summary = self._texts.get(row["id"], (row["name"], ""))
                 self._texts[row["id"]] = (name, summary or row.get("summary") or "")
+                touched[row["id"]] = None
+        ids = self._texts if final else touched
         texts = (entity_embedding_text({"name": name, "summary": summary})
-                 for name, summary in self._texts.values() if summary or final)
+                 for name, summary in (self._texts[i] for i in ids) if summary or final)
         return [t for t in dict.fromkeys(texts) if t not in self._in_flight]
 
     def submit(self, executor: ThreadPoolExecutor, texts: list[str]) -> None:

@@ -109,10 +109,10 @@ def write_chunks(driver: Any, database: str, rows: list[dict[str, Any]]) -> None
 
 # -- extraction results ----------------------------------------------------------------------------
 
-def _check_types(rows: list[dict[str, Any]], allowed: tuple[str, ...], what: str) -> None:
-    unknown = sorted({str(r["type"]) for r in rows} - set(allowed))
+def _check_types(types: Iterable[Any], allowed: tuple[str, ...], what: str) -> None:
+    unknown = sorted({str(t) for t in types} - set(allowed))
     if unknown:
-        raise ValueError(f"{what} rows with unknown type(s) {unknown}: expected one of {list(allowed)}")
+        raise ValueError(f"{what} with unknown type(s) {unknown}: expected one of {list(allowed)}")
 
 
 # One query per write whatever the type (a dynamic label, `SET n:$(row.type)`): each distinct
@@ -121,7 +121,7 @@ def _check_types(rows: list[dict[str, Any]], allowed: tuple[str, ...], what: str
 def write_entities(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
     """Rows: id, type, name, norm_name, summary, date, chunk. Written in chunk order, so the
     first description seen is kept (deterministic whatever order extraction finished in)."""
-    _check_types(rows, ENTITY_TYPES, "entity")
+    _check_types((r["type"] for r in rows), ENTITY_TYPES, "entity rows")
     _write(driver, database, """
         UNWIND $rows AS row
         MERGE (e:Entity {id: row.id})
@@ -139,7 +139,7 @@ def write_entities(driver: Any, database: str, rows: list[dict[str, Any]]) -> No
 def write_statements(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
     """Rows: id, type, text, subject, value, unit, session, chunk, order, message_ids, about
     (entity ids), topic (entity id or null), embedding."""
-    _check_types(rows, STATEMENT_TYPES, "statement")
+    _check_types((r["type"] for r in rows), STATEMENT_TYPES, "statement rows")
     _write(driver, database, """
         UNWIND $rows AS row
         MERGE (s:Statement {id: row.id})
@@ -175,9 +175,7 @@ def write_statements(driver: Any, database: str, rows: list[dict[str, Any]]) -> 
 
 def load_entities(driver: Any, database: str, entity_types: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """Each type's entities, ordered by id: one query for all types (each query is a round trip)."""
-    unknown = sorted(set(entity_types) - set(ENTITY_TYPES))
-    if unknown:
-        raise ValueError(f"unknown entity types: {', '.join(unknown)}")
+    _check_types(entity_types, ENTITY_TYPES, "entities requested")
     found = _read(driver, database, """
         MATCH (e:Entity) WHERE e.type IN $entity_types
         OPTIONAL MATCH (e)-[:MENTIONED_IN]->(c:Chunk)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ._process import pid_exists
+
 _SIGNATURE = re.compile(r"META-INF/[^/]+\.(SF|RSA|DSA|EC)")
 
 
@@ -96,16 +98,6 @@ class ClassDataArchive:
             self.writing = None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _take_lock(lock: Path) -> bool:
     for _ in range(2):
         try:
@@ -115,7 +107,7 @@ def _take_lock(lock: Path) -> bool:
                 holder = int(lock.read_text().strip() or "0")
             except (OSError, ValueError):
                 holder = 0
-            if holder and _pid_alive(holder):
+            if holder and pid_exists(holder):
                 return False
             lock.unlink(missing_ok=True)  # left by a process that is gone: take it over
             continue

@@ -557,6 +557,10 @@ class LocalNeo4jService(Neo4jService):
     def _kill_quietly(self) -> None:
         if self.process is not None:
             _process.terminate_group(self.process, timeout_s=0.0)
+        self._finish_archive()
+
+    def _finish_archive(self) -> None:
+        """The JVM has exited: publish the class archive it wrote, if any."""
         if self._archive is not None:
             self._archive.finish()
             self._archive = None
@@ -572,9 +576,7 @@ class LocalNeo4jService(Neo4jService):
     def _cleanup(self) -> None:
         if self.process is not None and self.process.poll() is None:
             _process.terminate_group(self.process, timeout_s=0.0)
-        if self._archive is not None:
-            self._archive.finish()  # the JVM has exited: publish the class archive it wrote
-            self._archive = None
+        self._finish_archive()
         self._connection = None
         _process.unregister(self)
         if self.home is not None and not os.environ.get("BEAM_KEEP_NEO4J_DIRS"):
