@@ -64,11 +64,11 @@ def _export_path() -> Path:
 
 
 @contextlib.contextmanager
-def _quiet_root_warnings() -> Iterator[None]:
+def _quiet_preprocessing_advice() -> Iterator[None]:
     import logging
 
-    def drop(record: logging.LogRecord) -> bool:
-        return record.levelno > logging.WARNING
+    def drop(record: logging.LogRecord) -> bool:  # only that advice: other threads' warnings pass
+        return not (record.levelno == logging.WARNING and "pre-processing" in record.getMessage())
 
     root = logging.getLogger()
     root.addFilter(drop)
@@ -126,7 +126,7 @@ def _build_quantized(source: Path, target: Path) -> None:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.optimized_model_filepath = str(folded)
         ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
-        with _quiet_root_warnings():  # the quantizer advises a pre-processing step it does not need here
+        with _quiet_preprocessing_advice():  # the quantizer advises a pre-processing step it does not need here
             quantize_dynamic(folded, building, weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"MatMulConstBOnly": True})
         os.replace(building, target)
