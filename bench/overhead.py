@@ -15,6 +15,12 @@ spent waiting on the model (summed call latency, divided by the extraction concu
 ingest where calls overlap, and by the worker count), over the questions; and of worker time —
 the ingest, agent and judge phase seconds summed over workers (from the run's record) minus that
 waiting, over the questions. With no simulated latency both are the harness's own cost.
+
+Each run also prints the CPU its process tree used (the workers' Python, the Neo4j JVMs, the
+controller; from /proc, sampled every 0.25 s, with the tree's total from getrusage), and for how
+long the machine's cores were saturated. On a machine whose cores stay saturated through the
+ingests, `-n` cannot speed the run up beyond what that CPU allows: those lines say where the
+ceiling is.
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,6 +62,91 @@ class Responder:
         return ingest_responder(body) or self.answers(body)
 
 
+class TreeCPU:
+    """CPU of a process tree by kind, and when the machine's cores were saturated.
+
+    Samples /proc every `every` seconds: a process's CPU is its last sample (a process that ends
+    between samples loses at most `every` seconds; the tree's total comes from getrusage).
+    """
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, every: float = 0.25) -> None:
+        self.every = every
+        self.root: int | None = None
+        self.by_pid: dict[int, tuple[str, float]] = {}
+        self.busy: list[tuple[float, float]] = []  # (monotonic time, machine busy fraction since last sample)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tree-cpu", daemon=True)
+
+    def __enter__(self) -> TreeCPU:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @staticmethod
+    def _machine() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + fields[4]
+        return sum(fields) - idle, sum(fields)
+
+    def _kind(self, pid: int) -> str | None:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            return None
+        if b"CommunityEntryPoint" in cmd:
+            return "neo4j jvm"
+        return "controller" if pid == self.root else "worker python"
+
+    def _sample(self) -> None:
+        parents: dict[int, int] = {}
+        cpu: dict[int, float] = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(name)] = int(fields[1])
+            cpu[int(name)] = (int(fields[11]) + int(fields[12])) / self.TICK
+        for pid, seconds in cpu.items():
+            ancestor, hops = pid, 0
+            while ancestor not in (self.root, 0, 1) and hops < 16:
+                ancestor, hops = parents.get(ancestor, 0), hops + 1
+            if ancestor == self.root and self.root is not None:
+                kind = self.by_pid[pid][0] if pid in self.by_pid else self._kind(pid)
+                if kind:
+                    self.by_pid[pid] = (kind, seconds)
+
+    def _run(self) -> None:
+        last = self._machine()
+        while not self._stop.wait(self.every):
+            if self.root is not None:
+                self._sample()
+            now = self._machine()
+            total = now[1] - last[1]
+            self.busy.append((time.monotonic(), (now[0] - last[0]) / total if total else 0.0))
+            last = now
+
+    def by_kind(self) -> dict[str, float]:
+        kinds: dict[str, float] = {}
+        for kind, seconds in self.by_pid.values():
+            kinds[kind] = kinds.get(kind, 0.0) + seconds
+        return kinds
+
+    def saturated_seconds(self, started: float, threshold: float = 0.9) -> float:
+        """Seconds during which the machine's cores were at least `threshold` busy."""
+        return sum(self.every for t, busy in self.busy if t >= started and busy >= threshold)
+
+
 def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
     project = Path(tempfile.mkdtemp(prefix="beam-overhead-", dir=work))
     (project / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
@@ -62,9 +155,15 @@ def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
            "--beam-cache=off", f"--beam-results={project / 'results'}", "--beam-snapshot=off", "--beam-pass-score=0",
            "--beam-max-calls=1000000", "--beam-max-tokens=1000000000", f"--beam-concurrency={CONCURRENCY}",
            "-n", str(workers)]
-    started = time.monotonic()
-    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
-    wall = time.monotonic() - started
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with TreeCPU() as tree:
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        tree.root = proc.pid
+        stdout, stderr = proc.communicate()
+        wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
     if proc.returncode != 0:
         print(proc.stdout[-3000:], proc.stderr[-2000:])
         raise SystemExit(f"the full run with -n {workers} failed ({proc.returncode})")
@@ -79,7 +178,9 @@ def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
     return {"workers": workers, "wall": wall, "usage": usage, "seconds": seconds, "questions": questions,
             "own_per_question": max(0.0, busy - waiting) / questions,
             "own_wall_per_question": max(0.0, wall - waiting / workers) / questions,
-            "outcomes": {o: sum(q["outcome"] == o for q in record["questions"]) for o in ("passed", "failed", "error")}}
+            "outcomes": {o: sum(q["outcome"] == o for q in record["questions"]) for o in ("passed", "failed", "error")},
+            "cpu_total": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            "cpu_by_kind": tree.by_kind(), "saturated": tree.saturated_seconds(started)}
 
 
 def ingest_once(server_url: str, documents, concurrency: int, work: Path, embedder) -> float:
@@ -110,6 +211,13 @@ def print_run(latency: float, r: dict) -> None:
               f"{u.get('seconds', 0.0):>10.1f}{phase_s:>10.1f}")
     print(f"   harness own time per question: {r['own_wall_per_question']:.2f} s of wall clock, "
           f"{r['own_per_question']:.2f} s of worker time (summed over workers)")
+    cores = os.cpu_count() or 1
+    kinds = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["cpu_by_kind"].items(), key=lambda kv: -kv[1]))
+    answering = sum(r["usage"].get(p, {}).get("seconds", 0.0) for p in ("agent", "judge")) / r["workers"]
+    print(f"   CPU: {r['cpu_total']:.1f} CPU-s ({kinds}); that alone takes {r['cpu_total'] / cores:.1f} s on "
+          f"{cores} cores; cores >=90% busy for {r['saturated']:.0f} s of the {r['wall']:.0f} s")
+    print(f"   waiting on answers and judgements, per worker: {answering:.1f} s (agent and judge calls "
+          f"run one after another within a worker)")
 
 
 def main() -> int:
