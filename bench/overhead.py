@@ -63,7 +63,7 @@ class Responder:
 
 
 class TreeCPU:
-    """CPU of a process tree by kind, and when the machine's cores were saturated.
+    """CPU of a process tree by kind, and how long the machine's cores were saturated.
 
     Samples /proc every `every` seconds: a process's CPU is its last sample (a process that ends
     between samples loses at most `every` seconds; the tree's total comes from getrusage).
