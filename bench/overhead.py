@@ -122,7 +122,8 @@ class TreeCPU:
             while ancestor not in (self.root, 0, 1) and hops < 16:
                 ancestor, hops = parents.get(ancestor, 0), hops + 1
             if ancestor == self.root and self.root is not None:
-                kind = self.by_pid[pid][0] if pid in self.by_pid else self._kind(pid)
+                # read every time: a JVM is sampled as Python between its fork and its exec
+                kind = self._kind(pid) or (self.by_pid[pid][0] if pid in self.by_pid else None)
                 if kind:
                     self.by_pid[pid] = (kind, seconds)
 
