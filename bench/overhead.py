@@ -100,6 +100,8 @@ class TreeCPU:
                 cmd = f.read()
         except OSError:
             return None
+        if not cmd:  # a zombie's command line is empty: keep what it was
+            return None
         if b"CommunityEntryPoint" in cmd:
             return "neo4j jvm"
         return "controller" if pid == self.root else "worker python"
