@@ -123,7 +123,7 @@ class TreeCPU:
             ancestor, hops = pid, 0
             while ancestor not in (self.root, 0, 1) and hops < 16:
                 ancestor, hops = parents.get(ancestor, 0), hops + 1
-            if ancestor == self.root and self.root is not None:
+            if ancestor == self.root:  # _run samples only once the root is known
                 # read every time: a JVM is sampled as Python between its fork and its exec
                 kind = self._kind(pid) or (self.by_pid[pid][0] if pid in self.by_pid else None)
                 if kind:
@@ -166,9 +166,8 @@ def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
         stdout, stderr = proc.communicate()
         wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
     if proc.returncode != 0:
-        print(proc.stdout[-3000:], proc.stderr[-2000:])
+        print(stdout[-3000:], stderr[-2000:])
         raise SystemExit(f"the full run with -n {workers} failed ({proc.returncode})")
     record = json.loads(next((project / "results").glob("*/record.json")).read_text())
     usage = record["usage"]
