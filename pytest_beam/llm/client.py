@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from ._redact import redact, redact_value
+from ..redaction import redact, redact_value
 from .budget import Budget
 from .cache import ResponseCache, cache_key, canonical_json, fingerprint
 from .cassette import Cassette

@@ -1,7 +1,7 @@
 """Errors of the model layer. Every one subclasses :class:`ModelError`.
 
 No message built here ever contains an API key: the client scrubs the key out of any text it
-puts into an error (see :func:`pytest_beam.llm._redact.redact`), and errors are raised
+puts into an error (see :func:`pytest_beam.redaction.redact`), and errors are raised
 ``from None`` so that no chained exception (whose request objects carry the ``Authorization``
 header) hangs off them.
 """

@@ -1,0 +1,42 @@
+"""Writing files so that a reader never sees half of one, and locking them across processes.
+
+Records, the response cache, the spend budget, Neo4j's class path and the embedder's build are
+all read by other processes (xdist workers, a second run) while they may be written; a file is
+therefore written to a temporary sibling and moved into place, and a build that several workers
+may start together holds a lock (``filelock``, the same library huggingface_hub and tox use).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+
+def atomic_write(path: Path, data: bytes | str, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary sibling, then ``os.replace``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes and threads, held while the block runs."""
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path)):
+        yield
