@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, ClassVar
 
 from .data.records import Document, SystemQuestion
 
@@ -35,12 +35,18 @@ class SystemAnswer:
     trace: list[dict[str, Any]] = field(default_factory=list)
     steps: int = 0
     flags: list[str] = field(default_factory=list)  # e.g. "agent_failure", "timeout"
+    # Tokens of chat context put in front of the answering model for this answer, when the
+    # system knows it (the baselines in pytest_beam.systems do): compares systems' reading cost.
+    context_tokens: int | None = None
 
 
 class MemorySystem(ABC):
     """One instance per conversation; the harness calls ingest once, then answer per question."""
 
     name: str = "memory-system"
+    # True only for a system that reads what a real one never may (the question's own sources):
+    # the harness lends it `SystemContext.gold_evidence`, and it is reported apart, never ranked.
+    measurement_aid: ClassVar[bool] = False
 
     @abstractmethod
     def ingest(self, documents: list[Document]) -> IngestReport: ...
@@ -67,3 +73,6 @@ class SystemContext:
     work_dir: Any  # pathlib.Path, private to this conversation
     start_neo4j: Any  # Callable[[], pytest_beam.services.Neo4jConnection]
     progress: Any = None  # Callable[[str], None]: one line of progress for the user, or None
+    # Question id -> its source message ids. Filled by the harness ONLY for a system whose class
+    # sets `measurement_aid = True` (the gold-evidence ceiling); None for every other system.
+    gold_evidence: Callable[[str], tuple[int, ...]] | None = None
