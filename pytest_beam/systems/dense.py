@@ -1,0 +1,76 @@
+"""`dense`: the k messages nearest the question under the built-in system's own embedder.
+
+Same model (`make_embedder(settings.embeddings, models)`) and same message text as ingest
+embeds for the graph (`memory.ingest.message_embedding_text`: a message's first words), so this
+baseline isolates what the graph and the agent add over the vector search they start from.
+Similarity is the dot product of unit vectors (cosine); ties go to the later message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..data.records import Document, SystemQuestion
+from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from .answering import (DEFAULT_CONTEXT_TOKENS, DEFAULT_TOP_K, ChatMessage, answer_from_messages, chat_messages,
+                        setting)
+
+
+def rank_by_vector(query: list[float], vectors: Any, k: int) -> list[tuple[int, float]]:
+    """(position, cosine) of the k rows of `vectors` nearest `query`, best first."""
+    import numpy as np
+
+    if len(vectors) == 0:
+        return []
+    scores = np.asarray(vectors, dtype=np.float32) @ np.asarray(query, dtype=np.float32)
+    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), -i))
+    return [(i, float(scores[i])) for i in order[:k]]
+
+
+class DenseSystem(MemorySystem):
+    """Top-k messages by embedding similarity, fitted to the context budget."""
+
+    name = "dense"
+
+    def __init__(self, context: SystemContext, k: int | None = None, context_tokens: int | None = None,
+                 embedder: Any = None) -> None:
+        self.context = context
+        self.k = k or setting(context, "retrieval_k", DEFAULT_TOP_K)
+        self.budget = context_tokens or setting(context, "context_tokens", DEFAULT_CONTEXT_TOKENS)
+        self._embedder = embedder
+        self.messages: list[ChatMessage] = []
+        self.vectors: Any = None
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from ..memory.embeddings import make_embedder
+
+            spec = getattr(self.context.settings, "embeddings", None) or "local"
+            self._embedder = make_embedder(spec, self.context.models)
+        return self._embedder
+
+    def ingest(self, documents: list[Document]) -> IngestReport:
+        import numpy as np
+
+        from ..memory.ingest import message_embedding_text
+
+        self.messages = chat_messages(documents)
+        texts = [message_embedding_text(m.text) for m in self.messages]
+        self.vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32).reshape(len(texts), -1)
+        return IngestReport(cache_hit=False, chunks=len(documents),
+                            notes=[f"{len(self.messages)} messages embedded with {self.embedder.name}"])
+
+    def retrieve(self, query: str) -> list[tuple[ChatMessage, float]]:
+        """The top-k messages for a query with their cosine, best first."""
+        if self.vectors is None:
+            raise RuntimeError("dense: answer before ingest")
+        vector = self.embedder.embed([query])[0]
+        return [(self.messages[i], s) for i, s in rank_by_vector(vector, self.vectors, self.k)]
+
+    def answer(self, question: SystemQuestion) -> SystemAnswer:
+        hits = self.retrieve(question.question)
+        return answer_from_messages(
+            self.context.models, question, [m for m, _ in hits], system=self.name, budget=self.budget,
+            details={"k": self.k, "embedder": self.embedder.name,
+                     "ranking": [{"id": m.id, "score": round(s, 4)} for m, s in hits]})
