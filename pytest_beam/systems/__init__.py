@@ -1,0 +1,96 @@
+"""The memory systems a run can compare, by name: the built-in one, baselines and a ceiling.
+
+    from pytest_beam.systems import make_system, system_names
+    system = make_system("bm25", context)   # a MemorySystem whose .name is "bm25"
+
+Each entry is a factory `(SystemContext) -> MemorySystem`, its module imported only when the
+system is made, so `pytest --help` and collection pay for none of them. `gold-evidence` is a
+measurement aid (`is_measurement_aid`): the harness gives it the question's sources through
+`SystemContext.gold_evidence`, and reports it apart as a ceiling, never ranked with the others.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from ..system import MemorySystem, SystemContext
+
+Factory = Callable[["SystemContext"], "MemorySystem"]
+
+# name -> (module, class); the modules are imported on first use
+_ENTRIES: dict[str, tuple[str, str]] = {
+    "graphrag": ("pytest_beam.memory.graphrag", "GraphRAGSystem"),
+    "long-context": ("pytest_beam.systems.long_context", "LongContextSystem"),
+    "bm25": ("pytest_beam.systems.bm25", "BM25System"),
+    "dense": ("pytest_beam.systems.dense", "DenseSystem"),
+    "gold-evidence": ("pytest_beam.systems.gold_evidence", "GoldEvidenceCeiling"),
+}
+DEFAULT_SYSTEM = "graphrag"
+# Known without importing the module (the harness decides what to lend before making a system);
+# a test checks it against each class's `measurement_aid`.
+MEASUREMENT_AIDS: frozenset[str] = frozenset({"gold-evidence"})
+
+
+class UnknownSystem(ValueError):
+    """A system name that is not in the registry."""
+
+
+def system_names() -> tuple[str, ...]:
+    return tuple(_ENTRIES)
+
+
+def _check(name: str) -> tuple[str, str]:
+    try:
+        return _ENTRIES[name]
+    except KeyError:
+        raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(_ENTRIES)}") from None
+
+
+def system_class(name: str) -> type["MemorySystem"]:
+    module, attr = _check(name)
+    return getattr(import_module(module), attr)
+
+
+def is_measurement_aid(name: str) -> bool:
+    _check(name)
+    return name in MEASUREMENT_AIDS
+
+
+def system_factory(name: str) -> Factory:
+    """The factory of a registered system; raises UnknownSystem naming the valid ones."""
+    _check(name)
+
+    def make(context: "SystemContext") -> "MemorySystem":
+        system = system_class(name)(context)
+        # The built-in class keeps its historical name; in a comparison every system goes by its
+        # registry name, so set it on the instance (the class is not touched).
+        system.name = name
+        return system
+
+    return make
+
+
+def make_system(name: str, context: "SystemContext") -> "MemorySystem":
+    return system_factory(name)(context)
+
+
+def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
+    """`"graphrag, bm25,gold-evidence"` -> names in order, duplicates dropped, each checked;
+    `extra` names are accepted too (systems from a conftest's `pytest_beam_make_system`)."""
+    allowed = set(extra)
+    names: list[str] = []
+    for raw in spec.split(","):
+        name = raw.strip()
+        if name and name not in names:
+            if name not in allowed:
+                _check(name)
+            names.append(name)
+    if not names:
+        raise UnknownSystem(f"no memory system named in {spec!r}; valid names: {', '.join(_ENTRIES)}")
+    return names
+
+
+__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "Factory", "UnknownSystem", "is_measurement_aid",
+           "make_system", "parse_system_list", "system_class", "system_factory", "system_names"]
