@@ -97,7 +97,8 @@ def fit_to_budget(candidates: Sequence[ChatMessage], question: str, budget: int)
     """The longest priority-order prefix of `candidates` whose prompt is at most `budget` tokens.
 
     Summing per-message counts can be off by a few tokens at the joins, so the assembled prompt
-    is counted exactly and the last-taken message dropped until it fits.
+    is counted exactly and the last-taken message dropped until it fits. A budget too small for
+    the instructions and the question alone sends those with no message (and says so in counts).
     """
     base = prompt_tokens(build_prompt([], question)) - count_tokens(NO_MESSAGES)
     sep = count_tokens(SEPARATOR)
