@@ -57,7 +57,8 @@ class DenseSystem(MemorySystem):
 
         self.messages = chat_messages(documents)
         texts = [message_embedding_text(m.text) for m in self.messages]
-        self.vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32).reshape(len(texts), -1)
+        vectors = self.embedder.embed(texts) if texts else []
+        self.vectors = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1 if texts else 0)
         return IngestReport(cache_hit=False, chunks=len(documents),
                             notes=[f"{len(self.messages)} messages embedded with {self.embedder.name}"])
 
