@@ -5,7 +5,9 @@ text is the query and every message of its conversation is the corpus (Message:S
 with embeddings, in a real Neo4j: one local service, the database cleared between
 conversations). It measures the recall of the question's source message ids in the top k hits,
 k = 5, 10, 20, for hybrid search (RRF of both), full-text only and vector only, in one run, with
-the same code the agent's ``hybrid_search`` tool runs (pytest_beam/memory/search.py).
+the same code the agent's ``hybrid_search`` tool runs (pytest_beam/memory/search.py); and, on the
+same questions without Neo4j, the ``bm25`` and ``dense`` baseline systems' own retrieval
+(pytest_beam/systems).
 
 Message vectors: by default (``--embed ingest``) exactly as ingest makes them, from
 ``message_embedding_text`` (the first MESSAGE_EMBED_WORDS words); ``--message-words N`` tries
@@ -157,6 +159,36 @@ def print_grid(grid_lists: list[tuple[set[int], list[search.SearchHit], list[sea
             print(f"| {rrf_k:>5} | " + " | ".join(cells) + " |")
 
 
+# --- the bm25 and dense baselines (pytest_beam/systems), on the same questions ------------------
+
+BASELINE_METHODS = ("bm25", "dense")
+
+
+def baseline_recalls(bench_set: Any, questions: list[Any], wanted: list[str],
+                     embedder: Any) -> dict[str, dict[int, list[float]]]:
+    """Recall@k of the bm25 and dense systems' own retrieval, no Neo4j: their top max(KS) per
+    question, ranked by the code they answer with (dense embeds messages as ingest does, so it
+    ignores --embed and --message-words)."""
+    from types import SimpleNamespace
+
+    from pytest_beam.systems.bm25 import BM25System
+    from pytest_beam.systems.dense import DenseSystem
+
+    context = SimpleNamespace(settings=None, models=None)
+    out: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in BASELINE_METHODS}
+    for cid in wanted:
+        documents = list(bench_set.documents[cid])
+        systems = {"bm25": BM25System(context, k=max(KS)), "dense": DenseSystem(context, k=max(KS), embedder=embedder)}
+        for system in systems.values():
+            system.ingest(documents)
+        for q in (q for q in questions if q.conversation_id == cid):
+            for method, system in systems.items():
+                ids = [m.id for m, _ in system.retrieve(q.question)]
+                for k in KS:
+                    out[method][k].append(recall(set(q.source_message_ids), ids, k))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(REPO.parent / "shared" / "beam")))
@@ -224,7 +256,8 @@ def main() -> int:
           f"depth=max({search.MIN_DEPTH}, {search.DEFAULT_DEPTH_FACTOR}*limit), limit {max(KS)})\n")
     print("| method    | " + " | ".join(f"R@{k:<3}" for k in KS) + " |")
     print("|-----------|" + "|".join("-------" for _ in KS) + "|")
-    for method in METHODS:
+    results.update(baseline_recalls(bench_set, questions, wanted, embedder))
+    for method in (*METHODS, *BASELINE_METHODS):
         cells = " | ".join(f"{sum(v) / len(v):.3f}" for v in (results[method][k] for k in KS))
         print(f"| {method:<9} | {cells} |")
     print()
