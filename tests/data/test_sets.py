@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -122,3 +123,20 @@ def test_settings_reject_a_bad_subset_naming_the_flag():
         _resolve({"conversations": "99"})
     with pytest.raises(SettingsError, match=r"BEAM_CONVERSATIONS='a'.*not a number"):
         _resolve(environ={"BEAM_CONVERSATIONS": "a"})
+
+
+REVIEWED = ("2", "3", "5", "7", "8", "9", "10", "11", "12", "14", "15", "16", "18", "19", "20")
+
+
+def test_flags_from_the_review_of_the_fifteen_conversations(complete):
+    by_id = {q.id: q for q in complete.questions}
+    for qid in ("conv9:knowledge_update:1", "conv14:summarization:1", "conv15:multi_session_reasoning:0",
+                "conv11:event_ordering:1", "conv2:abstention:0"):
+        assert by_id[qid].known_bad_rubric, qid
+    reviewed = [qid for qid in known_bad_rubrics() if qid.split(":")[0][4:] in REVIEWED]
+    assert len(reviewed) == 23
+    # Every reason points into the chat: it names the message ids it rests on.
+    assert all(re.search(r"message[s]? \d+", known_bad_rubrics()[qid]) for qid in reviewed)
+    # Questions whose rubric holds stay unflagged, e.g. a correct duration and a correct update.
+    assert by_id["conv7:temporal_reasoning:1"].known_bad_rubric is None
+    assert by_id["conv16:knowledge_update:1"].known_bad_rubric is None
