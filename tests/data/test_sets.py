@@ -134,7 +134,7 @@ def test_flags_from_the_review_of_the_fifteen_conversations(complete):
                 "conv11:event_ordering:1", "conv2:abstention:0"):
         assert by_id[qid].known_bad_rubric, qid
     reviewed = [qid for qid in known_bad_rubrics() if qid.split(":")[0][4:] in REVIEWED]
-    assert len(reviewed) == 23
+    assert len(reviewed) == 24
     # Every reason points into the chat: it names the message ids it rests on.
     assert all(re.search(r"message[s]? \d+", known_bad_rubrics()[qid]) for qid in reviewed)
     # Questions whose rubric holds stay unflagged, e.g. a correct duration and a correct update.
