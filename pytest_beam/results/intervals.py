@@ -25,6 +25,7 @@ __all__ = [
     "cluster_bootstrap",
     "conversation_of",
     "paired_bootstrap",
+    "resample_draws",
 ]
 
 DEFAULT_RESAMPLES = 10_000

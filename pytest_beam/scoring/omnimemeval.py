@@ -59,20 +59,16 @@ def snap_item_score(raw: float) -> float:
 
 
 def read_judge_number(reply: str) -> tuple[float | None, str | None]:
-    """(score, reason) from a judge reply: its JSON if it parses, else a loose ``score: N`` in the text."""
+    """(score, reason) from a judge reply: its JSON number if it parses, else a loose ``score: N`` in the text."""
     try:
         data = parse_judge_json(reply)
     except ValueError:
         data = None
-    if isinstance(data, dict) and not isinstance(data.get("score"), bool):
-        value = data.get("score")
+    value = data.get("score") if isinstance(data, dict) else None
+    # Only a JSON number counts, as in OmniMemEval's pattern (a quoted "0.5" does not match there).
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         reason = data.get("reason")
-        try:
-            number = float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            number = None
-        if number is not None and math.isfinite(number):
-            return number, reason if isinstance(reason, str) else (None if reason is None else json.dumps(reason))
+        return float(value), reason if isinstance(reason, str) else (None if reason is None else json.dumps(reason))
     loose = _LOOSE_SCORE.search(reply)
     if loose:
         return float(loose.group(1)), None

@@ -65,6 +65,8 @@ def test_omnimemeval_snaps_other_numbers_where_default_refuses_them():
     assert omni.score == pytest.approx(0.625) and omni.flags == []
     default = score_question(q, "x", replies(*texts), "default")
     assert default.score == 0.0 and default.flags == ["parse_error"]
+    quoted = score_question(question("knowledge_update", ["a"]), "x", replies('{"score": "1"}'), "omnimemeval")
+    assert quoted.score == 0.0 and quoted.flags == ["parse_error"]  # a quoted number is no number there
     unparsed = score_question(question("knowledge_update", ["a"]), "x", replies("no idea"), "omnimemeval")
     assert unparsed.score == 0.0 and unparsed.flags == ["parse_error"] and not unparsed.items[0].parsed
 
