@@ -11,10 +11,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-MODES = ("lite", "full")
+MODES = ("lite", "full", "complete")
 RECORD_MODES = ("off", "none", "once", "new_episodes", "all")
 SNAPSHOT_MODES = ("assert", "report", "off")
-SCORERS = ("default", "upstream")
+SCORERS = ("default", "upstream", "omnimemeval")
 TOOL_MODES = ("auto", "native", "json")
 
 
@@ -55,12 +55,24 @@ def _bool(value: str) -> bool:
     raise ValueError(f"{value!r} is not a boolean")
 
 
+def _conversation_list(value: str) -> str | None:
+    """Checked and normalised ("17, 4,1" -> "1,4,17"); the data layer's parser says what is wrong."""
+    from .data.errors import BeamDataError
+    from .data.sets import parse_conversations
+
+    try:
+        chosen = parse_conversations(value)
+    except BeamDataError as exc:
+        raise ValueError(str(exc)) from exc
+    return None if chosen is None else ",".join(chosen)
+
+
 def _optional_int(value: str) -> int | None:
     return None if str(value).strip().lower() in {"", "none", "unlimited"} else int(value)
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("mode", "Question set: lite (2 questions, 3 messages) or full (100 questions, 5 conversations).", "lite", choices=MODES),
+    Option("mode", "Question set: lite (2 questions, 3 messages), full (100 questions, 5 conversations) or complete (400 questions, all 20 conversations of the 100K split).", "lite", choices=MODES),
     Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None),
     Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto"),
     Option("base_url", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1.", None, env=("OPENAI_BASE_URL",)),
@@ -83,13 +95,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache", "Response cache directory ('off' disables).", ".beam/cache"),
     Option("results", "Directory for run records and traces.", ".beam/results"),
     Option("pass_score", "A question passes at or above this score.", 0.5, float),
-    Option("scorer", "default (fixed) or upstream (BEAM code's quirks, for published numbers).", "default", choices=SCORERS),
+    Option("scorer", "Scoring profile: default (fixed), upstream (BEAM code's quirks, for BEAM's published numbers) or omnimemeval (0.5 kept, question filled in, event ordering as tau-b x coverage, as OmniMemEval scores).", "default", choices=SCORERS),
     Option("snapshot", "Answer snapshots: assert (fail on change), report (list changes), off. Default: assert when replaying a cassette, else report.", None, choices=SNAPSHOT_MODES),
     Option("agent_steps", "Most agent steps per question.", 12, int),
     Option("agent_timeout", "Seconds per question for the agent.", 300.0, float),
     Option("tool_mode", "Agent tool calls: auto, native, or json (JSON actions for models without tools).", "auto", choices=TOOL_MODES),
     Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float),
     Option("html", "Also write the HTML report beside the record.", False, _bool, is_bool=True),
+    Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20).", None, _conversation_list),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -126,6 +139,7 @@ class Settings:
     tool_mode: str
     neo4j_start_timeout: float
     html: bool
+    conversations: str | None = None
 
     def __repr__(self) -> str:  # the key never shows, whatever prints settings
         shown = {f.name: getattr(self, f.name) for f in fields(self)}

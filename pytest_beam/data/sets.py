@@ -1,4 +1,9 @@
-"""The lite and full question sets, and the documents a memory system ingests for each."""
+"""The question sets (lite, full, complete, or any chosen conversations) and their documents.
+
+``complete`` is the whole 100K split (20 conversations, 400 questions), the scope of published
+BEAM tables; a conversation subset (``--beam-conversations=1,4,17``) narrows full or complete
+to the conversations named, each built exactly as the full set builds its own.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,10 @@ from .errors import BeamDataError
 from .records import Conversation, Document, ProbingQuestion, SystemQuestion
 from .sources import BeamCorpus, load_huggingface, load_local
 
-Mode = Literal["lite", "full"]
+Mode = Literal["lite", "full", "complete"]
+MODES: tuple[str, ...] = ("lite", "full", "complete")
 FULL_CONVERSATIONS: tuple[str, ...] = ("1", "4", "6", "13", "17")
+ALL_CONVERSATIONS: tuple[str, ...] = tuple(str(n) for n in range(1, 21))
 
 
 def fixture_path(name: str) -> Path:
@@ -74,8 +81,11 @@ class BenchmarkSet:
         return [q.for_system() for q in self.questions]
 
 
-def build_set(corpus: BeamCorpus, mode: Mode) -> BenchmarkSet:
+def build_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...] | None = None) -> BenchmarkSet:
+    """The set of ``mode`` from a loaded corpus; ``conversations`` narrows full or complete."""
     if mode == "lite":
+        if conversations is not None:
+            raise BeamDataError("a conversation subset applies to the full or complete mode, not to lite")
         spec = lite_spec()
         cid = spec["conversation"]
         conversation = corpus.conversations[cid]
@@ -91,20 +101,62 @@ def build_set(corpus: BeamCorpus, mode: Mode) -> BenchmarkSet:
             documents.append(document)
         questions = tuple(corpus.questions[qid] for qid in spec["questions"])
         return BenchmarkSet(mode, corpus.source, questions, {cid: tuple(documents)})
-    if mode == "full":
-        questions = tuple(q for q in corpus.questions.values() if q.conversation_id in FULL_CONVERSATIONS)
-        documents = {cid: tuple(session_documents(corpus.conversations[cid])) for cid in FULL_CONVERSATIONS}
+    if mode in ("full", "complete"):
+        wanted = conversations if conversations is not None else conversations_for(mode)
+        missing = [cid for cid in wanted if cid not in corpus.conversations]
+        if missing:
+            raise BeamDataError(f"conversations {', '.join(missing)} were not loaded from {corpus.source}")
+        chosen = set(wanted)
+        questions = tuple(q for q in corpus.questions.values() if q.conversation_id in chosen)
+        documents = {cid: tuple(session_documents(corpus.conversations[cid])) for cid in wanted}
         return BenchmarkSet(mode, corpus.source, questions, documents)
-    raise BeamDataError(f"unknown mode {mode!r}: choose lite or full")
+    raise BeamDataError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
 
 
-def conversations_for(mode: Mode) -> tuple[str, ...]:
-    return (lite_spec()["conversation"],) if mode == "lite" else FULL_CONVERSATIONS
+def parse_conversations(text: str | None) -> tuple[str, ...] | None:
+    """``"1,4,17"`` -> ``("1", "4", "17")``, in 100K-split order; ``None`` or blank -> ``None`` (no subset).
+
+    Rejects what a typo would silently turn into a different benchmark: a non-number, a number
+    outside 1..20, an empty entry, or a repeated one -- the message names the entry.
+    """
+    if text is None or not str(text).strip():
+        return None
+    chosen: list[int] = []
+    for raw in str(text).split(","):
+        entry = raw.strip()
+        if not entry:
+            raise BeamDataError(f"conversation list {text!r} has an empty entry; write e.g. 1,4,17")
+        if not entry.isdigit():
+            raise BeamDataError(f"conversation {entry!r} in {text!r} is not a number; the 100K split has conversations 1 to 20")
+        number = int(entry)
+        if not 1 <= number <= len(ALL_CONVERSATIONS):
+            raise BeamDataError(f"conversation {entry} in {text!r} does not exist; the 100K split has conversations 1 to 20")
+        if number in chosen:
+            raise BeamDataError(f"conversation {entry} is listed twice in {text!r}")
+        chosen.append(number)
+    return tuple(str(n) for n in sorted(chosen))
 
 
-def load_set(mode: Mode, data_dir: Path | None = None) -> BenchmarkSet:
-    """The selected set from the local directory if given, else from Hugging Face."""
+def conversations_for(mode: Mode, conversations: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The conversations a mode loads; a subset replaces full's or complete's own list (not lite's)."""
+    if mode == "lite":
+        if conversations is not None:
+            raise BeamDataError("a conversation subset applies to the full or complete mode, not to lite")
+        return (lite_spec()["conversation"],)
+    if mode == "full":
+        return conversations if conversations is not None else FULL_CONVERSATIONS
+    if mode == "complete":
+        return conversations if conversations is not None else ALL_CONVERSATIONS
+    raise BeamDataError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
+
+
+def load_set(mode: Mode, data_dir: Path | None = None, conversations: str | tuple[str, ...] | None = None) -> BenchmarkSet:
+    """The selected set from the local directory if given, else from Hugging Face.
+
+    ``conversations`` is a subset for full or complete mode, as ``"1,4,17"`` or ``("1", "4", "17")``.
+    """
+    subset = parse_conversations(",".join(conversations) if isinstance(conversations, tuple) else conversations)
     known_bad = known_bad_rubrics()
-    ids = conversations_for(mode)
+    ids = conversations_for(mode, subset)
     corpus = load_local(data_dir, ids, known_bad) if data_dir is not None else load_huggingface(ids, known_bad)
-    return build_set(corpus, mode)
+    return build_set(corpus, mode, subset)

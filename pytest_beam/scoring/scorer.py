@@ -9,11 +9,11 @@ from .scores import QuestionScore, ScorerMode
 
 __all__ = ["SCORER_MODES", "score_question"]
 
-SCORER_MODES: tuple[ScorerMode, ...] = ("default", "upstream")
+SCORER_MODES: tuple[ScorerMode, ...] = ("default", "upstream", "omnimemeval")
 
 
 def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
-    """Score ``answer`` to ``question`` with the judge model, in ``mode`` ("default" or "upstream").
+    """Score ``answer`` to ``question`` with the judge model, in ``mode`` ("default", "upstream" or "omnimemeval").
 
     event_ordering questions go to the event-ordering metric (yes/no alignment calls, no rubric
     judge calls); every other ability to the rubric judge (one call per rubric item). Every call is
@@ -22,6 +22,10 @@ def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mo
     """
     if mode not in SCORER_MODES:
         raise ValueError(f"unknown scorer mode {mode!r}; expected one of {SCORER_MODES}")
+    if mode == "omnimemeval":  # the profile's own rules: scoring/omnimemeval.py, scoring/profiles.py
+        from .omnimemeval import score_question_omnimemeval
+
+        return score_question_omnimemeval(question, answer, judge)
     if question.ability == "event_ordering":
         return score_event_ordering(question, answer, judge, mode)
     return score_rubric(question, answer, judge, mode)

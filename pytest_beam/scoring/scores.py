@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["ScorerMode", "ItemScore", "LineMatch", "EventOrderingDetail", "QuestionScore", "FLAGS"]
 
-ScorerMode = Literal["default", "upstream"]
+ScorerMode = Literal["default", "upstream", "omnimemeval"]
 
 #: Every flag a QuestionScore may carry, with its meaning.
 FLAGS: dict[str, str] = {
@@ -70,7 +70,7 @@ class QuestionScore(_Record):
 
     question_id: str
     ability: str
-    mode: ScorerMode = Field(description="Which scorer produced this: 'default' or 'upstream'")
+    mode: ScorerMode = Field(description="Which scorer produced this: 'default', 'upstream' or 'omnimemeval'")
     score: float = Field(
         description="default: mean of item scores, or event_f1*event_tau_norm for event_ordering; "
         "upstream: mean of int()-truncated item scores, or event_tau_norm for event_ordering"
