@@ -22,11 +22,13 @@ from .budget import CALLS_FLAG, TOKENS_FLAG, Budget, FileBudget
 from .cache import ResponseCache, cache_key, canonical_json, fingerprint
 from .cassette import MODES as RECORD_MODES
 from .cassette import Cassette
-from .client import ChatResult, ModelClient, StructuredResult, ToolCall, endpoint_semaphore, parse_retry_after
+from .client import ModelClient
 from .config import EMBEDDING_ROLE, ROLES, EndpointConfig, Role, RoleModels
 from .errors import BudgetExceeded, CassetteMiss, ModelEndpointError, ModelError, StructuredOutputError
 from .meter import Meter, Usage, snapshot_from_dict, snapshot_to_dict
+from .replies import ChatResult, StructuredResult, ToolCall
 from .structured import StructuredParseError, extract_json_object, parse_structured
+from .transport import endpoint_semaphore, parse_retry_after
 
 __all__ = [
     "Role", "ROLES", "EMBEDDING_ROLE", "EndpointConfig", "RoleModels",
