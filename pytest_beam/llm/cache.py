@@ -1,9 +1,9 @@
 """Request fingerprints and the on-disk response cache.
 
 The cache stores the raw response body (the exact bytes the endpoint returned) of successful
-calls only, one file per key, sharded by the first two hex digits. Writes go to a temporary
-file in the same directory and are renamed into place, so several processes (xdist workers) can
-share one cache directory; a reader sees either nothing or a whole file.
+calls only, one file per key, sharded by the first two hex digits. Writes are atomic
+(:func:`pytest_beam.files.atomic_write`), so several processes (xdist workers) can share one
+cache directory; a reader sees either nothing or a whole file.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 import threading
-import uuid
 from pathlib import Path
 from typing import Any, Mapping
+
+from ..files import atomic_write
 
 
 def canonical_json(value: Any) -> str:
@@ -58,11 +59,7 @@ class ResponseCache:
 
     def put(self, key: str, body: bytes) -> None:
         """Store a successful response body (callers must never pass an error)."""
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_bytes(body)
-        os.replace(tmp, path)
+        atomic_write(self._path(key), body)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.directory.glob("??/*.json"))

@@ -160,6 +160,9 @@ class Cassette:
             self._append_line(json.dumps(entry, ensure_ascii=False, sort_keys=True))
 
     def _append_line(self, line: str) -> None:
+        # Not pytest_beam.files.file_lock: that locks a sibling ``.lock`` file, which would be left
+        # beside a cassette that is committed to a repository. Locking the cassette itself needs no
+        # second file, and readers never lock.
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
