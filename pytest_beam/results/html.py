@@ -26,14 +26,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .record import RunRecord, _atomic_write_bytes, _jsonable, _scrub, normalize_step, with_traces
+from ..files import atomic_write
+from ..redaction import scrub_settings
+from .schema import RunRecord
+from .store import jsonable, normalize_step, with_traces
 from .summary import (
     JUDGE_IS_AGENT_WARNING,
-    _graph_rows,
-    _ordered_roles,
-    _phase_key,
-    _seconds,
-    _usage_rows,
+    graph_rows,
+    ordered_roles,
+    phase_key,
+    fmt_seconds,
+    usage_rows,
     changed_questions,
     comparison_warnings,
     fmt_delta,
@@ -58,7 +61,7 @@ def _e(value: Any) -> str:
 def _json_for_script(data: Any) -> str:
     """JSON that cannot end its ``<script>`` element or open markup: ``<``, ``>``, ``&`` and the JS
     line separators are written as unicode escapes (JSON.parse turns them back)."""
-    text = json.dumps(_jsonable(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = json.dumps(jsonable(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return (
         text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
@@ -217,9 +220,9 @@ def _settings_section(record: RunRecord) -> str:
         ("lockfile", record.lockfile_hash), ("pass score", record.pass_score), ("exit status", record.exit_status),
         ("judge is the agent's model", "yes" if record.judge_is_agent else "no"),
     ])
-    models = _table(["role", "model"], [[r, record.models[r] or "-"] for r in _ordered_roles(record.models)],
+    models = _table(["role", "model"], [[r, record.models[r] or "-"] for r in ordered_roles(record.models)],
                     num_from=99, attrs=' id="models"')
-    settings = json.dumps(_jsonable(_scrub(record.settings)), indent=1, ensure_ascii=False, sort_keys=True)
+    settings = json.dumps(jsonable(scrub_settings(record.settings)), indent=1, ensure_ascii=False, sort_keys=True)
     return (
         '<h2 id="settings">Run settings</h2><div class="grid">'
         f"<div>{facts}</div><div><h3>Models by role</h3>{models}</div></div>"
@@ -265,7 +268,7 @@ def _compare_section(record: RunRecord, other: RunRecord) -> str:
     )
     head = "".join(f"<th{' class=num' if i else ''}>{h}</th>" for i, h in enumerate(
         ["ability", "n before", "mean before", "n now", "mean now", "\u0394 mean", "\u0394 excl. known-bad"]))
-    roles = _ordered_roles({**other.models, **record.models})
+    roles = ordered_roles({**other.models, **record.models})
     models = _table(["role", f"baseline {other.run_id}", f"this run {record.run_id}"],
                     [[r, other.models.get(r) or "-", record.models.get(r) or "-"] for r in roles], num_from=99)
     return (
@@ -282,12 +285,12 @@ def _cost_section(record: RunRecord) -> str:
     parts = ['<h2 id="cost">Cost and time by phase</h2>']
     if record.usage:
         parts.append(_table(["phase", "calls", "cached", "prompt tokens", "completion tokens", "call seconds"],
-                            _usage_rows(record.usage), attrs=' id="usage"'))
+                            usage_rows(record.usage), attrs=' id="usage"'))
     else:
         parts.append('<p class="sub">no usage recorded</p>')
     facts: list[tuple[str, Any]] = []
-    for phase, secs in sorted(record.phase_seconds.items(), key=lambda kv: _phase_key(kv[0])):
-        facts.append((f"wall time: {phase}", _seconds(secs)))
+    for phase, secs in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])):
+        facts.append((f"wall time: {phase}", fmt_seconds(secs)))
     ran = [q for q in record.questions if q.outcome != "skipped"]
     if ran:
         calls = [q.agent_calls for q in ran]
@@ -297,7 +300,7 @@ def _cost_section(record: RunRecord) -> str:
     if record.graph:
         parts.append("<h3>Graph per conversation</h3>")
         parts.append(_table(["conversation", "entities", "relations", "chunks", "empty extractions", "cached", "seconds"],
-                            _graph_rows(record.graph)))
+                            graph_rows(record.graph)))
     if record.snapshot_changes:
         items = "".join(f'<li class="mono">{_e(q)}</li>' for q in record.snapshot_changes)
         parts.append(f"<h3>Answers changed from their snapshots ({len(record.snapshot_changes)})</h3><ul>{items}</ul>")
@@ -378,5 +381,5 @@ def write_html(run_dir: str | os.PathLike[str], record: RunRecord, other: RunRec
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / filename
-    _atomic_write_bytes(path, render_html(with_traces(record, run_dir), other).encode("utf-8"))
+    atomic_write(path, render_html(with_traces(record, run_dir), other), fsync=True)
     return path
