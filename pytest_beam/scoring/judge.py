@@ -18,9 +18,8 @@ Two modes (see ``../shared/beam/upstream-scorer.md``):
     lacks ``score`` or has a non-numeric one (upstream would raise). A score outside {0, 0.5, 1}
     is kept, truncated, as upstream does, and flagged ``score_out_of_range``.
 
-In both modes the question score is the mean of the item scores, and the reply is parsed the way
-upstream's ``parse_json_response`` does (strip, unwrap a ```json fence, ``json.loads``, else the
-first ``{...}``/``[...]`` found by a non-greedy regex).
+In both modes the question score is the mean of the item scores, and the reply's JSON object is
+found by :func:`parse_judge_json` (a fenced block first, else the first valid JSON object).
 
 Errors: any exception the judge model raises propagates untouched (the harness turns it into a
 test error, never a silent 0). A reply with no text (``text is None``, or only whitespace) raises
@@ -36,6 +35,7 @@ import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..data.records import ProbingQuestion
+from ..llm.structured import extract_json_object
 from .prompts import JUDGE_PROMPT
 from .scores import ItemScore, QuestionScore, ScorerMode
 
@@ -111,32 +111,16 @@ def fill_judge_prompt(question: str, rubric_item: str, answer: str, mode: Scorer
     raise ValueError(f"unknown scorer mode {mode!r}")
 
 
-_FENCED = re.compile(r"```(?:json)?\s*(\[.*\]|\{.*\})\s*```", re.DOTALL)
-_FIRST_JSON = re.compile(r"(\{.*?\}|\[.*?\])", re.DOTALL)
+def parse_judge_json(reply: str) -> dict[str, Any]:
+    """The JSON object of a judge reply; ``ValueError`` when there is none.
 
-
-def parse_judge_json(reply: str) -> Any:
-    """Parse a judge reply the way upstream's ``parse_json_response`` does; ``ValueError`` if it fails.
-
-    Strip; if it starts with a ``` fence, take the fenced ``{...}``/``[...]``; try ``json.loads``;
-    else ``json.loads`` the first (shortest) ``{...}``/``[...]`` in the text.
+    The model layer's one JSON-from-text parser (:func:`pytest_beam.llm.structured.extract_json_object`):
+    a fenced block first, else the first valid JSON object anywhere in the text. It reads every
+    reply upstream's ``parse_json_response`` reads, and also the ones upstream's non-greedy regex
+    cannot (a nested object, a stray brace before the verdict) where upstream would fall back to
+    ``json_repair``; it never guesses at text that is not valid JSON.
     """
-    text = reply.strip()
-    if text.startswith("```"):
-        fenced = _FENCED.search(text)
-        if fenced:
-            text = fenced.group(1).strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    found = _FIRST_JSON.search(text)
-    if found:
-        try:
-            return json.loads(found.group(1))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"found possible JSON but it does not parse: {exc}") from exc
-    raise ValueError("no JSON found in the judge reply")
+    return extract_json_object(reply)
 
 
 def _numeric(value: Any) -> float | None:

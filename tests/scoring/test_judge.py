@@ -172,3 +172,13 @@ def test_empty_rubric_and_unknown_mode_are_errors():
         score_question(question("abstention", []), ANSWER, replies(), "default")
     with pytest.raises(ValueError):
         score_question(Q, ANSWER, replies(), "strict")  # type: ignore[arg-type]
+
+
+def test_nested_or_preceded_json_parses_with_the_one_parser():
+    # upstream's non-greedy regex reads neither (its json_repair fallback would); the one parser does
+    nested = 'Verdict: {"score": 1, "reason": {"why": "states 42"}}'
+    stray = 'The {answer} is fine. {"score": 0.5, "reason": "partly"}'
+    assert parse_judge_json(nested) == {"score": 1, "reason": {"why": "states 42"}}
+    assert parse_judge_json(stray)["score"] == 0.5
+    with pytest.raises(ValueError):
+        parse_judge_json("score: 1")
