@@ -22,6 +22,7 @@ import html
 import json
 import os
 import re
+import string
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,19 @@ HTML_FILE = "report.html"
 _APP_RE = re.compile(r'<script id="beam-app">(.*?)</script>', re.DOTALL)
 
 
-def _template() -> str:
+class PageTemplate(string.Template):
+    """report_template.html: ``${name}`` slots (see :data:`PAGE_SLOTS`), filled in one pass.
+
+    ``string.Template`` never re-scans a substituted value, so nothing in a record (an answer that
+    quotes ``${data}``) can address a slot; a stray ``$`` in the template fails loudly. A template
+    engine would add a dependency for five slots and no logic.
+    """
+
+
+PAGE_SLOTS = frozenset({"csp", "version", "title", "body", "data"})
+
+
+def page_template() -> str:
     return resources.files(__package__).joinpath("report_template.html").read_text(encoding="utf-8")
 
 
@@ -356,7 +369,7 @@ def _body(record: RunRecord, other: RunRecord | None) -> str:
 def render_html(record: RunRecord, other: RunRecord | None = None) -> str:
     """The page for ``record``; with ``other``, compared with it (``other`` is the baseline: every
     delta is ``record`` minus ``other``)."""
-    template = _template()
+    template = page_template()
     match = _APP_RE.search(template)
     assert match is not None, "report_template.html lost its beam-app script"
     app_hash = base64.b64encode(hashlib.sha256(match.group(1).encode("utf-8")).digest()).decode("ascii")
@@ -366,13 +379,10 @@ def render_html(record: RunRecord, other: RunRecord | None = None) -> str:
     if other is not None:
         data["compare"] = _compare_data(record, other)
     title = f"BEAM run {record.run_id}" + (f" vs {other.run_id}" if other is not None else "")
-    # Substitute the data last, and by position, so nothing in the record can address a placeholder.
-    page = (template.replace("@@CSP@@", _e(csp)).replace("@@VERSION@@", _e(record.package_version or ""))
-            .replace("@@TITLE@@", _e(title)))
-    before, sep, after = page.partition("@@BODY@@")
-    page = before + _body(record, other) + after if sep else page
-    before, sep, after = page.rpartition("@@DATA@@")
-    return before + _json_for_script(data) + after
+    return PageTemplate(template).substitute(
+        csp=_e(csp), version=_e(record.package_version or ""), title=_e(title),
+        body=_body(record, other), data=_json_for_script(data),
+    )
 
 
 def write_html(run_dir: str | os.PathLike[str], record: RunRecord, other: RunRecord | None = None,
