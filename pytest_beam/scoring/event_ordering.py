@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..data.records import ProbingQuestion
-from .judge import CLASSIFIER_MAX_TOKENS, JudgeModel, ask_judge
+from .judge import CLASSIFIER_MAX_TOKENS, JudgeModel, ask_judge, require_rubric
 from .metrics import event_ordering_metrics
 from .prompts import binary_classifier_messages
 from .scores import EventOrderingDetail, LineMatch, QuestionScore, ScorerMode
@@ -95,9 +95,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeMode
 
 def score_event_ordering(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
     """Score an event_ordering answer (see the module docstring for the two modes)."""
-    if not question.rubric:
-        raise ValueError(f"question {question.id} has an empty rubric; nothing to order against")
-    reference = list(question.rubric)
+    reference = require_rubric(question)
     lines = answer_lines(answer, mode)
     matches, calls = align_lines(reference, lines, judge)
     aligned = [m.event if m.event is not None else m.line for m in matches]

@@ -47,6 +47,7 @@ __all__ = [
     "ask_judge",
     "fill_judge_prompt",
     "parse_judge_json",
+    "require_rubric",
     "score_item",
     "score_rubric",
 ]
@@ -190,10 +191,16 @@ def score_item(
     return item, flags
 
 
+def require_rubric(question: ProbingQuestion) -> list[str]:
+    """The question's rubric; ``ValueError`` when it is empty (there is nothing to score against)."""
+    if not question.rubric:
+        raise ValueError(f"question {question.id} has an empty rubric; nothing to score against")
+    return list(question.rubric)
+
+
 def score_rubric(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
     """Score an answer item by item against the question's rubric; question score = mean of items."""
-    if not question.rubric:
-        raise ValueError(f"question {question.id} has an empty rubric; nothing to judge")
+    require_rubric(question)
     items: list[ItemScore] = []
     flags: set[str] = set()
     for rubric_item in question.rubric:
