@@ -280,10 +280,14 @@ class ModelClient:
             key = cache_key(self.endpoint.endpoint_key, request)
             body = self.cache.get(key)
             if body is not None:
-                data = self._transport.decode(body, kind, role, model)
-                if cassette is not None:
-                    cassette.record(fp, occurrence, body, role=role, model=model, kind=kind)
-                return _Obtained(body, data, "cache")
+                try:
+                    data = self._transport.decode(body, kind, role, model)
+                except ModelEndpointError as exc:  # a damaged entry: a miss, not an endpoint failure
+                    self.cache.discard(key, exc.reason or "not a response body")
+                else:
+                    if cassette is not None:
+                        cassette.record(fp, occurrence, body, role=role, model=model, kind=kind)
+                    return _Obtained(body, data, "cache")
         if self.budget is not None and kind == "chat":
             estimate = len(canonical_json(logical.get("messages", []))) + len(canonical_json(logical.get("tools", [])))
             self.budget.reserve(role, estimated_tokens=estimate // 4)

@@ -92,3 +92,16 @@ class CassetteMiss(_Detailed):
     role: str
     model: str
     fingerprint: str
+
+
+@_error
+class CassetteError(_Detailed):
+    """A cassette file has a line that is not a recorded response: named by file and line number.
+
+    Attributes: ``path`` (the cassette), ``line`` (1-based line number), ``why``.
+    """
+
+    _: KW_ONLY
+    path: str
+    line: int
+    why: str
