@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..redaction import redact
+from ..redaction import redact, url_credentials
 from .config import EndpointConfig
 from .errors import ModelEndpointError
 from .structured import with_schema_instruction
@@ -93,7 +93,8 @@ class Transport:
 
     def __init__(self, endpoint: EndpointConfig) -> None:
         self.endpoint = endpoint
-        self.secrets: tuple[str, ...] = (endpoint.api_key,) if endpoint.api_key else ()
+        # the key, and any password written into the base URL: scrubbed from every error text
+        self.secrets: tuple[str, ...] = ((endpoint.api_key,) if endpoint.api_key else ()) + url_credentials(endpoint.base_url)
         self._lock = threading.Lock()
         self._openai: Any = None
         self._send_seed = endpoint.seed is not None
@@ -140,7 +141,7 @@ class Transport:
         reason = redact(reason, self.secrets)
         if len(reason) > _MAX_REASON_CHARS:
             reason = reason[:_MAX_REASON_CHARS] + " ..."
-        base = self.endpoint.base_url
+        base = self.endpoint.display_url
         last = f"last status {status}" if status is not None else "no HTTP status"
         message = (
             f"Model endpoint {base} failed for the {role} {kind} call (model {model}) after "
@@ -149,8 +150,12 @@ class Transport:
         return ModelEndpointError(redact(message, self.secrets), base_url=base, model=model, role=role,
                                   status=status, reason=reason, attempts=attempts)
 
-    @staticmethod
-    def _error_text(exc: Any) -> str:
+    def _error_text(self, exc: Any) -> str:
+        """The error an endpoint answered, key already scrubbed.
+
+        Redacted here, where the body is first read, so that no frame the client raises from ever
+        holds the raw text in a local (``pytest -l`` prints every local of those frames).
+        """
         body = getattr(exc, "body", None)
         text = getattr(exc, "message", None) or str(exc)
         if body is not None and not isinstance(body, str):
@@ -158,7 +163,7 @@ class Transport:
                 text = f"{text} {json.dumps(body)}"
             except (TypeError, ValueError):
                 pass
-        return text
+        return redact(text, self.secrets)
 
     # -- sending ------------------------------------------------------------------------------------
 
@@ -234,7 +239,8 @@ class Transport:
                     raise _Retryable(None, f"timed out after {self.endpoint.timeout_s:g}s") from None
                 except openai.APIConnectionError as exc:
                     cause = exc.__cause__
-                    raise _Retryable(None, f"connection error: {type(cause).__name__ if cause else ''} {cause or exc}") from None
+                    raise _Retryable(None, redact(f"connection error: {type(cause).__name__ if cause else ''} "
+                                                  f"{cause or exc}", self.secrets)) from None
             except _Retryable as failure:
                 if retries >= self.endpoint.max_retries:
                     raise self.error(kind, role, model, failure.status, failure.reason, attempts=attempts) from None
