@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_beam.scoring import JudgeReplyEmpty, QuestionScore, score_question
+from pytest_beam.scoring import QuestionScore, score_question
 from pytest_beam.scoring.judge import fill_judge_prompt, parse_judge_json
 from pytest_beam.scoring.prompts import JUDGE_PROMPT
 
@@ -150,9 +150,9 @@ def test_judge_exception_propagates(mode):
 
 
 @pytest.mark.parametrize("text", [None, "", "   \n"])
-def test_reply_without_text_raises(text):
-    with pytest.raises(JudgeReplyEmpty):
-        score_question(question("abstention", ["x"]), ANSWER, replies(text), "default")
+def test_reply_without_text_scores_zero_with_parse_error(text):
+    result = score_question(question("abstention", ["x"]), ANSWER, replies(text), "default")
+    assert result.score == 0.0 and result.flags == ["parse_error"] and not result.items[0].parsed
 
 
 def test_question_score_is_json_able_and_round_trips():
