@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from pytest_beam.results.html import PAGE_SLOTS, PageTemplate, page_template, answer_diff, render_html, write_html
-from pytest_beam.results.record import write_record
+from pytest_beam.results.store import write_record
 from tests.results.factory import XSS_IMG, XSS_SCRIPT, run_record
 
 REPO = Path(__file__).resolve().parents[2]
@@ -226,7 +226,7 @@ def test_screenshot_artifact(tmp_path, two_page):
 
 
 def test_empty_and_all_error_records_render():
-    from pytest_beam.results.record import QuestionRecord, RunRecord
+    from pytest_beam.results.schema import QuestionRecord, RunRecord
 
     assert 'id="ability-chart"' in render_html(RunRecord(run_id="empty"))
     errored = RunRecord(run_id="err", questions=[
