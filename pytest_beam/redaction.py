@@ -53,6 +53,23 @@ def url_without_credentials(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
+def url_credentials(url: str | None) -> tuple[str, ...]:
+    """The secrets written into a URL's ``user:password@`` part (the password, and user:password).
+
+    Given to :func:`redact` with the API key, so a server or library that quotes the URL back
+    cannot put the password into an error.
+    """
+    if not url:
+        return ()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ()
+    if parts.password:
+        return (f"{parts.username or ''}:{parts.password}", parts.password)
+    return ()
+
+
 def scrub_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """A settings mapping fit to write: secret-named values hidden, URLs without credentials."""
     out: dict[str, Any] = {}

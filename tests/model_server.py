@@ -117,7 +117,9 @@ class Reply:
 
     @classmethod
     def fail(cls, status: int, message: str | None = None, *, retry_after: float | str | None = None, **kw: Any) -> "Reply":
-        """An HTTP error with an OpenAI-style error body, optionally with ``Retry-After``."""
+        """An HTTP error with an OpenAI-style error body, optionally with ``Retry-After``.
+
+        ``{authorization}`` in ``message`` is replaced by the request's Authorization header."""
         return cls(status=status, error=message or f"scripted error {status}", retry_after=retry_after, **kw)
 
     @classmethod
@@ -536,7 +538,10 @@ class _Handler(BaseHTTPRequestHandler):
             out = reply.body if isinstance(reply.body, bytes) else (
                 reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode())
         elif reply.status != 200:
-            out = _error_body(reply.error or "error", reply.status)
+            # "{authorization}" in a scripted error echoes the request's Authorization header, as
+            # some real endpoints quote the key they refuse
+            message = (reply.error or "error").replace("{authorization}", req.headers.get("authorization", ""))
+            out = _error_body(message, reply.status)
         elif kind == "chat":
             data, prompt, completion = server._chat_body(req.body, reply)
             out = json.dumps(data).encode()

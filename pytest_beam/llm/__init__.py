@@ -19,22 +19,24 @@ Typical wiring::
 """
 
 from .budget import CALLS_FLAG, TOKENS_FLAG, Budget, FileBudget
-from .cache import ResponseCache, cache_key, canonical_json, fingerprint
+from .cache import CorruptCacheEntry, ResponseCache, cache_key, canonical_json, fingerprint
 from .cassette import MODES as RECORD_MODES
 from .cassette import Cassette
-from .client import ChatResult, ModelClient, StructuredResult, ToolCall, endpoint_semaphore, parse_retry_after
+from .client import ModelClient
 from .config import EMBEDDING_ROLE, ROLES, EndpointConfig, Role, RoleModels
-from .errors import BudgetExceeded, CassetteMiss, ModelEndpointError, ModelError, StructuredOutputError
+from .errors import BudgetExceeded, CassetteError, CassetteMiss, ModelEndpointError, ModelError, StructuredOutputError
 from .meter import Meter, Usage, snapshot_from_dict, snapshot_to_dict
+from .replies import ChatResult, StructuredResult, ToolCall
 from .structured import StructuredParseError, extract_json_object, parse_structured
+from .transport import endpoint_semaphore, parse_retry_after
 
 __all__ = [
     "Role", "ROLES", "EMBEDDING_ROLE", "EndpointConfig", "RoleModels",
     "ModelClient", "ChatResult", "StructuredResult", "ToolCall", "endpoint_semaphore", "parse_retry_after",
     "Usage", "Meter", "snapshot_to_dict", "snapshot_from_dict",
     "Budget", "FileBudget", "CALLS_FLAG", "TOKENS_FLAG",
-    "ResponseCache", "cache_key", "canonical_json", "fingerprint",
+    "ResponseCache", "CorruptCacheEntry", "cache_key", "canonical_json", "fingerprint",
     "Cassette", "RECORD_MODES",
-    "ModelError", "ModelEndpointError", "StructuredOutputError", "BudgetExceeded", "CassetteMiss",
+    "ModelError", "ModelEndpointError", "StructuredOutputError", "BudgetExceeded", "CassetteMiss", "CassetteError",
     "StructuredParseError", "extract_json_object", "parse_structured",
 ]

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..files import atomic_write, file_lock
 from .errors import BudgetExceeded
 
 CALLS_FLAG = "--beam-max-calls"
@@ -102,8 +103,8 @@ class Budget:
 class FileBudget(Budget):
     """A budget shared by processes (xdist workers) through a JSON counter file.
 
-    Every read-modify-write holds an exclusive ``fcntl.flock`` on ``<path>.lock`` and replaces
-    the counter file atomically. Put the file in the run directory; the controller may create
+    Every read-modify-write holds an exclusive lock on ``<path>.lock``
+    (:func:`pytest_beam.files.file_lock`) and replaces the counter file atomically. Put the file in the run directory; the controller may create
     it (or call :meth:`reset`) before workers start. The caps are per object: give every
     worker the same caps.
     """
@@ -125,27 +126,18 @@ class FileBudget(Budget):
 
     @contextmanager
     def _locked_state(self) -> Iterator[dict[str, Any]]:
-        import fcntl
-
-        with self._lock:  # threads of this process
-            with open(self._lock_path, "a+") as lock_file:
-                fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX)
-                try:
-                    state = _empty_state()
-                    try:
-                        state.update(json.loads(self.path.read_text(encoding="utf-8")))
-                    except FileNotFoundError:
-                        pass
-                    before = dict(state)
-                    try:
-                        yield state
-                    finally:
-                        if state != before:
-                            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-                            tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-                            os.replace(tmp, self.path)
-                finally:
-                    fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+        with self._lock, file_lock(self._lock_path):  # threads of this process, then processes
+            state = _empty_state()
+            try:
+                state.update(json.loads(self.path.read_text(encoding="utf-8")))
+            except FileNotFoundError:
+                pass
+            before = dict(state)
+            try:
+                yield state
+            finally:
+                if state != before:
+                    atomic_write(self.path, json.dumps(state, sort_keys=True))
 
     def __repr__(self) -> str:
         return f"FileBudget({str(self.path)!r}, max_calls={self.max_calls}, max_tokens={self.max_tokens})"

@@ -1,20 +1,23 @@
 """Request fingerprints and the on-disk response cache.
 
 The cache stores the raw response body (the exact bytes the endpoint returned) of successful
-calls only, one file per key, sharded by the first two hex digits. Writes go to a temporary
-file in the same directory and are renamed into place, so several processes (xdist workers) can
-share one cache directory; a reader sees either nothing or a whole file.
+calls only, one file per key, sharded by the first two hex digits. Writes are atomic
+(:func:`pytest_beam.files.atomic_write`), so several processes (xdist workers) can share one
+cache directory; a reader sees either nothing or a whole file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
-import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
+
+from ..files import atomic_write
 
 
 def canonical_json(value: Any) -> str:
@@ -30,6 +33,10 @@ def fingerprint(request: Mapping[str, Any]) -> str:
 def cache_key(base_url: str | None, request: Mapping[str, Any]) -> str:
     """sha256 over the endpoint base URL plus the logical request."""
     return fingerprint({"endpoint": (base_url or "").rstrip("/"), "request": dict(request)})
+
+
+class CorruptCacheEntry(UserWarning):
+    """A cache entry could not be used (not a response body); it was treated as a miss."""
 
 
 class ResponseCache:
@@ -56,13 +63,25 @@ class ResponseCache:
             self.hits += 1
         return data
 
+    def discard(self, key: str, why: str) -> None:
+        """Treat an unusable entry as a miss: warn in one line naming its file, and remove it.
+
+        The caller fetches the response again and :meth:`put` stores it in the entry's place, so a
+        damaged file costs one call instead of failing every run.
+        """
+        path = self._path(key)
+        reason = " ".join(why.split())
+        warnings.warn(CorruptCacheEntry(f"response cache entry {path} is unusable ({reason}); fetching it again"),
+                      stacklevel=3)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        with self._lock:
+            self.hits -= 1
+            self.misses += 1
+
     def put(self, key: str, body: bytes) -> None:
         """Store a successful response body (callers must never pass an error)."""
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_bytes(body)
-        os.replace(tmp, path)
+        atomic_write(self._path(key), body)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.directory.glob("??/*.json"))

@@ -11,8 +11,9 @@ temperature, seed, max_tokens; never the base URL or the API key) and ``i`` the 
 that identical request (the n-th identical request replays the n-th recorded response; once
 they are used up, replay repeats the last one). No request body is stored: the cassette holds
 nothing of the chat beyond what the responses themselves contain. A body that is not UTF-8 is
-stored base64-encoded under ``body_b64``. On load, the first line for a given (fp, i) wins;
-broken lines (e.g. a run killed mid-write) are skipped.
+stored base64-encoded under ``body_b64``. On load, the first line for a given (fp, i) wins; a
+line that is not a recorded response (e.g. left half-written by a run killed mid-write) raises
+:class:`CassetteError` naming the file and line, rather than replaying less than was recorded.
 
 Modes:
 
@@ -39,7 +40,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .errors import CassetteMiss
+from .errors import CassetteError, CassetteMiss
 
 MODES = ("none", "once", "new_episodes", "all")
 HEADER = {"cassette": "pytest-beam", "version": 1}
@@ -101,21 +102,36 @@ class Cassette:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return
-        for line in text.splitlines():
+        for number, line in enumerate(text.splitlines(), start=1):
             line = line.strip()
             if not line:
                 continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(entry, dict) or "fp" not in entry:
-                continue
-            try:
-                index = int(entry.get("i", 0))
-            except (TypeError, ValueError):
-                continue
-            self._recorded.setdefault(entry["fp"], {}).setdefault(index, entry)
+            entry = self._entry(line, number)
+            if entry is not None:
+                self._recorded.setdefault(entry["fp"], {}).setdefault(int(entry["i"]), entry)
+
+    def _entry(self, line: str, number: int) -> dict[str, Any] | None:
+        """The recorded response on one line, None for the header; :class:`CassetteError` otherwise."""
+        try:
+            entry = json.loads(line)
+        except ValueError as exc:
+            raise self._broken(number, f"not JSON ({exc.msg}); a run killed while recording leaves "
+                                       "such a line: delete it, or record the cassette again") from None
+        if not isinstance(entry, dict):
+            raise self._broken(number, "not a JSON object")
+        if "fp" not in entry and entry.get("cassette") == HEADER["cassette"]:
+            return None
+        if not isinstance(entry.get("fp"), str):
+            raise self._broken(number, "no request fingerprint 'fp'")
+        if isinstance(entry.get("i"), bool) or not isinstance(entry.get("i", 0), int):
+            raise self._broken(number, f"occurrence 'i' is not an integer: {entry.get('i')!r}")
+        if not isinstance(entry.get("body"), str) and not isinstance(entry.get("body_b64"), str):
+            raise self._broken(number, "no response 'body' (or 'body_b64')")
+        entry.setdefault("i", 0)
+        return entry
+
+    def _broken(self, number: int, why: str) -> CassetteError:
+        return CassetteError(f"cassette {self.path}:{number}: {why}", path=str(self.path), line=number, why=why)
 
     @staticmethod
     def _body_of(entry: dict[str, Any]) -> bytes:
@@ -160,6 +176,9 @@ class Cassette:
             self._append_line(json.dumps(entry, ensure_ascii=False, sort_keys=True))
 
     def _append_line(self, line: str) -> None:
+        # Not pytest_beam.files.file_lock: that locks a sibling ``.lock`` file, which would be left
+        # beside a cassette that is committed to a repository. Locking the cassette itself needs no
+        # second file, and readers never lock.
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)

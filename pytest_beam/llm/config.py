@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from ..redaction import url_without_credentials
+
 Role = Literal["extraction", "resolution", "agent", "judge"]
 """The phase a chat call is metered under. Embeddings are metered under ``"embedding"``."""
 
@@ -22,7 +24,8 @@ class EndpointConfig:
     client never falls back to api.openai.com or to ``OPENAI_*`` environment variables by itself;
     resolving those is the settings layer's job.
 
-    ``api_key`` is hidden from ``repr``. ``None`` sends a placeholder (local servers need none).
+    ``api_key`` is hidden from ``repr``, and so is any ``user:password@`` in ``base_url``
+    (:attr:`display_url` is the URL to show). ``None`` sends a placeholder (local servers need none).
 
     ``max_retries`` counts retries after the first attempt (so at most ``max_retries + 1``
     HTTP requests per call). ``backoff_base_s`` is the first backoff delay (doubled per retry,
@@ -42,6 +45,18 @@ class EndpointConfig:
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
     retry_after_cap_s: float = 60.0
+
+    def __repr__(self) -> str:
+        # base_url without any user:password@ part; api_key never shown
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in (
+            "timeout_s", "max_retries", "concurrency", "seed", "temperature",
+            "backoff_base_s", "backoff_max_s", "retry_after_cap_s"))
+        return f"EndpointConfig(base_url={self.display_url!r}, {fields})"
+
+    @property
+    def display_url(self) -> str | None:
+        """The base URL fit to show or write: any credentials in it removed."""
+        return url_without_credentials(self.base_url) if self.base_url else self.base_url
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:

@@ -8,92 +8,100 @@ header) hangs off them.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
 
 class ModelError(Exception):
     """Base class of every error raised by :mod:`pytest_beam.llm`."""
 
 
-class ModelEndpointError(ModelError):
+# Each error is a dataclass (keyword-only details after the message), so its attributes are
+# declared once; ``str(error)`` is the message, as for any exception.
+_error = dataclass(eq=False, repr=False)
+
+
+@_error
+class _Detailed(ModelError):
+    message: str
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+
+@_error
+class ModelEndpointError(_Detailed):
     """The endpoint failed for good: after the last retry, or with a non-retryable status.
 
     Attributes: ``base_url``, ``model``, ``role``, ``status`` (last HTTP status or None),
     ``reason`` (last exception type and message, key scrubbed), ``attempts`` (HTTP requests made).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        base_url: str | None = None,
-        model: str | None = None,
-        role: str | None = None,
-        status: int | None = None,
-        reason: str | None = None,
-        attempts: int = 0,
-    ) -> None:
-        super().__init__(message)
-        self.base_url = base_url
-        self.model = model
-        self.role = role
-        self.status = status
-        self.reason = reason
-        self.attempts = attempts
+    _: KW_ONLY
+    base_url: str | None = None
+    model: str | None = None
+    role: str | None = None
+    status: int | None = None
+    reason: str | None = None
+    attempts: int = 0
 
 
-class StructuredOutputError(ModelError):
+@_error
+class StructuredOutputError(_Detailed):
     """The reply did not validate against the schema, even after the one retry.
 
     Attributes: ``role``, ``model``, ``schema_name``, ``validation_error`` (text of the last
     error), ``raw_text`` (the last reply), ``attempts``, ``usage`` (summed over the attempts).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        role: str,
-        model: str,
-        schema_name: str,
-        validation_error: str,
-        raw_text: str | None,
-        attempts: int,
-        usage=None,
-    ) -> None:
-        super().__init__(message)
-        self.role = role
-        self.model = model
-        self.schema_name = schema_name
-        self.validation_error = validation_error
-        self.raw_text = raw_text
-        self.attempts = attempts
-        self.usage = usage
+    _: KW_ONLY
+    role: str
+    model: str
+    schema_name: str
+    validation_error: str
+    raw_text: str | None
+    attempts: int
+    usage: Any = None
 
 
-class BudgetExceeded(ModelError):
+@_error
+class BudgetExceeded(_Detailed):
     """The spend cap refused a call before it was sent.
 
     Attributes: ``cap`` ("calls" or "tokens"), ``used``, ``limit``, ``flag`` (the command-line
     flag that raises this cap), ``role`` (of the refused call).
     """
 
-    def __init__(self, message: str, *, cap: str, used: int, limit: int, flag: str, role: str | None) -> None:
-        super().__init__(message)
-        self.cap = cap
-        self.used = used
-        self.limit = limit
-        self.flag = flag
-        self.role = role
+    _: KW_ONLY
+    cap: str
+    used: int
+    limit: int
+    flag: str
+    role: str | None
 
 
-class CassetteMiss(ModelError):
+@_error
+class CassetteMiss(_Detailed):
     """Record mode ``none`` and the request is not in the cassette (no network is ever used).
 
     Attributes: ``cassette`` (path), ``role``, ``model``, ``fingerprint``.
     """
 
-    def __init__(self, message: str, *, cassette: str, role: str, model: str, fingerprint: str) -> None:
-        super().__init__(message)
-        self.cassette = cassette
-        self.role = role
-        self.model = model
-        self.fingerprint = fingerprint
+    _: KW_ONLY
+    cassette: str
+    role: str
+    model: str
+    fingerprint: str
+
+
+@_error
+class CassetteError(_Detailed):
+    """A cassette file has a line that is not a recorded response: named by file and line number.
+
+    Attributes: ``path`` (the cassette), ``line`` (1-based line number), ``why``.
+    """
+
+    _: KW_ONLY
+    path: str
+    line: int
+    why: str

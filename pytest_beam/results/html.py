@@ -22,18 +22,22 @@ import html
 import json
 import os
 import re
+import string
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .record import RunRecord, _atomic_write_bytes, _jsonable, _scrub, normalize_step, with_traces
+from ..files import atomic_write
+from ..redaction import scrub_settings
+from .schema import RunRecord
+from .store import jsonable, normalize_step, with_traces
 from .summary import (
     JUDGE_IS_AGENT_WARNING,
-    _graph_rows,
-    _ordered_roles,
-    _phase_key,
-    _seconds,
-    _usage_rows,
+    graph_rows,
+    ordered_roles,
+    phase_key,
+    fmt_seconds,
+    usage_rows,
     changed_questions,
     comparison_warnings,
     fmt_delta,
@@ -47,7 +51,19 @@ HTML_FILE = "report.html"
 _APP_RE = re.compile(r'<script id="beam-app">(.*?)</script>', re.DOTALL)
 
 
-def _template() -> str:
+class PageTemplate(string.Template):
+    """report_template.html: ``${name}`` slots (see :data:`PAGE_SLOTS`), filled in one pass.
+
+    ``string.Template`` never re-scans a substituted value, so nothing in a record (an answer that
+    quotes ``${data}``) can address a slot; a stray ``$`` in the template fails loudly. A template
+    engine would add a dependency for five slots and no logic.
+    """
+
+
+PAGE_SLOTS = frozenset({"csp", "version", "title", "body", "data"})
+
+
+def page_template() -> str:
     return resources.files(__package__).joinpath("report_template.html").read_text(encoding="utf-8")
 
 
@@ -58,7 +74,7 @@ def _e(value: Any) -> str:
 def _json_for_script(data: Any) -> str:
     """JSON that cannot end its ``<script>`` element or open markup: ``<``, ``>``, ``&`` and the JS
     line separators are written as unicode escapes (JSON.parse turns them back)."""
-    text = json.dumps(_jsonable(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = json.dumps(jsonable(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return (
         text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
@@ -217,9 +233,9 @@ def _settings_section(record: RunRecord) -> str:
         ("lockfile", record.lockfile_hash), ("pass score", record.pass_score), ("exit status", record.exit_status),
         ("judge is the agent's model", "yes" if record.judge_is_agent else "no"),
     ])
-    models = _table(["role", "model"], [[r, record.models[r] or "-"] for r in _ordered_roles(record.models)],
+    models = _table(["role", "model"], [[r, record.models[r] or "-"] for r in ordered_roles(record.models)],
                     num_from=99, attrs=' id="models"')
-    settings = json.dumps(_jsonable(_scrub(record.settings)), indent=1, ensure_ascii=False, sort_keys=True)
+    settings = json.dumps(jsonable(scrub_settings(record.settings)), indent=1, ensure_ascii=False, sort_keys=True)
     return (
         '<h2 id="settings">Run settings</h2><div class="grid">'
         f"<div>{facts}</div><div><h3>Models by role</h3>{models}</div></div>"
@@ -265,7 +281,7 @@ def _compare_section(record: RunRecord, other: RunRecord) -> str:
     )
     head = "".join(f"<th{' class=num' if i else ''}>{h}</th>" for i, h in enumerate(
         ["ability", "n before", "mean before", "n now", "mean now", "\u0394 mean", "\u0394 excl. known-bad"]))
-    roles = _ordered_roles({**other.models, **record.models})
+    roles = ordered_roles({**other.models, **record.models})
     models = _table(["role", f"baseline {other.run_id}", f"this run {record.run_id}"],
                     [[r, other.models.get(r) or "-", record.models.get(r) or "-"] for r in roles], num_from=99)
     return (
@@ -282,12 +298,12 @@ def _cost_section(record: RunRecord) -> str:
     parts = ['<h2 id="cost">Cost and time by phase</h2>']
     if record.usage:
         parts.append(_table(["phase", "calls", "cached", "prompt tokens", "completion tokens", "call seconds"],
-                            _usage_rows(record.usage), attrs=' id="usage"'))
+                            usage_rows(record.usage), attrs=' id="usage"'))
     else:
         parts.append('<p class="sub">no usage recorded</p>')
     facts: list[tuple[str, Any]] = []
-    for phase, secs in sorted(record.phase_seconds.items(), key=lambda kv: _phase_key(kv[0])):
-        facts.append((f"wall time: {phase}", _seconds(secs)))
+    for phase, secs in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])):
+        facts.append((f"wall time: {phase}", fmt_seconds(secs)))
     ran = [q for q in record.questions if q.outcome != "skipped"]
     if ran:
         calls = [q.agent_calls for q in ran]
@@ -297,7 +313,7 @@ def _cost_section(record: RunRecord) -> str:
     if record.graph:
         parts.append("<h3>Graph per conversation</h3>")
         parts.append(_table(["conversation", "entities", "relations", "chunks", "empty extractions", "cached", "seconds"],
-                            _graph_rows(record.graph)))
+                            graph_rows(record.graph)))
     if record.snapshot_changes:
         items = "".join(f'<li class="mono">{_e(q)}</li>' for q in record.snapshot_changes)
         parts.append(f"<h3>Answers changed from their snapshots ({len(record.snapshot_changes)})</h3><ul>{items}</ul>")
@@ -353,7 +369,7 @@ def _body(record: RunRecord, other: RunRecord | None) -> str:
 def render_html(record: RunRecord, other: RunRecord | None = None) -> str:
     """The page for ``record``; with ``other``, compared with it (``other`` is the baseline: every
     delta is ``record`` minus ``other``)."""
-    template = _template()
+    template = page_template()
     match = _APP_RE.search(template)
     assert match is not None, "report_template.html lost its beam-app script"
     app_hash = base64.b64encode(hashlib.sha256(match.group(1).encode("utf-8")).digest()).decode("ascii")
@@ -363,13 +379,10 @@ def render_html(record: RunRecord, other: RunRecord | None = None) -> str:
     if other is not None:
         data["compare"] = _compare_data(record, other)
     title = f"BEAM run {record.run_id}" + (f" vs {other.run_id}" if other is not None else "")
-    # Substitute the data last, and by position, so nothing in the record can address a placeholder.
-    page = (template.replace("@@CSP@@", _e(csp)).replace("@@VERSION@@", _e(record.package_version or ""))
-            .replace("@@TITLE@@", _e(title)))
-    before, sep, after = page.partition("@@BODY@@")
-    page = before + _body(record, other) + after if sep else page
-    before, sep, after = page.rpartition("@@DATA@@")
-    return before + _json_for_script(data) + after
+    return PageTemplate(template).substitute(
+        csp=_e(csp), version=_e(record.package_version or ""), title=_e(title),
+        body=_body(record, other), data=_json_for_script(data),
+    )
 
 
 def write_html(run_dir: str | os.PathLike[str], record: RunRecord, other: RunRecord | None = None,
@@ -378,5 +391,5 @@ def write_html(run_dir: str | os.PathLike[str], record: RunRecord, other: RunRec
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / filename
-    _atomic_write_bytes(path, render_html(with_traces(record, run_dir), other).encode("utf-8"))
+    atomic_write(path, render_html(with_traces(record, run_dir), other), fsync=True)
     return path

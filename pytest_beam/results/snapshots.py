@@ -9,8 +9,9 @@ full set's snapshots as unused (nor deletes them on --snapshot-update).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
 
@@ -20,8 +21,17 @@ def snapshot_filename(question_id: str) -> str:
 
 
 class AnswerSnapshotExtension(SingleFileSnapshotExtension):
+    """One ``.txt`` file per answer, holding the answer as UTF-8 text.
+
+    syrupy's single-file extension stores bytes; its text mode is a private attribute
+    (``_write_mode``), so instead the public ``serialize`` hook turns the answer into its UTF-8
+    bytes: the file is the same readable text, and no private name of syrupy is relied on.
+    """
+
     file_extension = "txt"
-    _write_mode = WriteMode.TEXT
+
+    def serialize(self, data: Any, **kwargs: Any) -> bytes:
+        return str(data).encode("utf-8")
 
     @classmethod
     def dirname(cls, *, test_location: PyTestLocation) -> str:

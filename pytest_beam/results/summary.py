@@ -19,6 +19,11 @@ __all__ = [
     "fmt_score",
     "fmt_delta",
     "score_delta",
+    "fmt_seconds",
+    "graph_rows",
+    "ordered_roles",
+    "phase_key",
+    "usage_rows",
     "comparison_warnings",
     "changed_questions",
 ]
@@ -51,7 +56,7 @@ def _int(n: int) -> str:
     return f"{n:,}"
 
 
-def _seconds(s: float | None) -> str:
+def fmt_seconds(s: float | None) -> str:
     if s is None:
         return "-"
     if s >= 120:
@@ -85,11 +90,11 @@ def _flags_text(flags: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(flags.items())) or ""
 
 
-def _phase_key(name: str) -> tuple[int, str]:
+def phase_key(name: str) -> tuple[int, str]:
     return (_PHASE_ORDER.index(name) if name in _PHASE_ORDER else len(_PHASE_ORDER), name)
 
 
-def _ordered_roles(models: dict[str, Any]) -> list[str]:
+def ordered_roles(models: dict[str, Any]) -> list[str]:
     known = [r for r in ROLES if r in models]
     return known + sorted(r for r in models if r not in ROLES)
 
@@ -137,10 +142,10 @@ def _header_lines(record: RunRecord) -> list[str]:
     return out
 
 
-def _usage_rows(usage: dict[str, UsageRow]) -> list[list[str]]:
+def usage_rows(usage: dict[str, UsageRow]) -> list[list[str]]:
     rows = []
     total = UsageRow()
-    for name in sorted(usage, key=_phase_key):
+    for name in sorted(usage, key=phase_key):
         u = usage[name]
         total = total + u
         rows.append([name, _int(u.calls), _int(u.cached_calls + u.replayed_calls), _int(u.cached_tokens),
@@ -152,7 +157,7 @@ def _usage_rows(usage: dict[str, UsageRow]) -> list[list[str]]:
     return rows
 
 
-def _graph_rows(graph: dict[str, dict[str, Any]]) -> list[list[str]]:
+def graph_rows(graph: dict[str, dict[str, Any]]) -> list[list[str]]:
     def count(v: Any) -> int:
         if isinstance(v, dict):
             return sum(int(x) for x in v.values() if isinstance(x, (int, float)))
@@ -197,7 +202,7 @@ def render_summary(record: RunRecord) -> list[str]:
     if record.models:
         out.append("")
         out.append("models by role:")
-        out += table(["role", "model"], [[r, record.models[r] or "-"] for r in _ordered_roles(record.models)],
+        out += table(["role", "model"], [[r, record.models[r] or "-"] for r in ordered_roles(record.models)],
                      align="ll", indent="  ")
 
     if record.usage or record.phase_seconds:
@@ -205,9 +210,9 @@ def render_summary(record: RunRecord) -> list[str]:
         out.append("cost and time by phase:")
         if record.usage:
             out += table(["phase", "calls", "cached/replayed", "their tok", "prompt tok", "completion tok", "call s"],
-                         _usage_rows(record.usage), indent="  ")
+                         usage_rows(record.usage), indent="  ")
         if record.phase_seconds:
-            wall = ", ".join(f"{k} {_seconds(v)}" for k, v in sorted(record.phase_seconds.items(), key=lambda kv: _phase_key(kv[0])))
+            wall = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])))
             out.append(f"  wall time: {wall}")
 
     ran = [q for q in record.questions if q.outcome != "skipped"]
@@ -220,7 +225,7 @@ def render_summary(record: RunRecord) -> list[str]:
         out.append("")
         out.append("graph per conversation:")
         out += table(["conversation", "entities", "relations", "chunks", "empty extr.", "cached", "seconds"],
-                     _graph_rows(record.graph), indent="  ")
+                     graph_rows(record.graph), indent="  ")
 
     if record.snapshot_changes:
         out.append("")

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..data.records import ProbingQuestion
-from .judge import CLASSIFIER_MAX_TOKENS, JudgeModel, ask_judge
+from .judge import CLASSIFIER_MAX_TOKENS, JudgeModel, JudgeText, ask_judge, require_rubric
 from .metrics import event_ordering_metrics
 from .prompts import binary_classifier_messages
 from .scores import EventOrderingDetail, LineMatch, QuestionScore, ScorerMode
@@ -52,31 +52,33 @@ def answer_lines(answer: str, mode: ScorerMode) -> list[str]:
     raise ValueError(f"unknown scorer mode {mode!r}")
 
 
-def same_event(judge: JudgeModel, event: str, line: str) -> tuple[bool, str]:
-    """One yes/no call: does ``line`` describe the same event as ``event``? Returns (verdict, reply).
+def same_event(judge: JudgeModel, event: str, line: str) -> tuple[bool, JudgeText]:
+    """One yes/no question: does ``line`` describe the same event as ``event``? Returns (verdict, reply).
 
-    An empty reply counts as "no" (as upstream: ``"" .lower()`` has no "yes"); a reply with no text
-    at all raises :class:`~pytest_beam.scoring.judge.JudgeReplyEmpty`; client errors propagate.
+    A blank reply counts as "no" (as upstream: ``"" .lower()`` has no "yes"); a reply with no text
+    at all too, flagged ``parse_error``. Client errors propagate.
     """
-    reply = ask_judge(judge, binary_classifier_messages(event, line), allow_blank=True,
-                      max_tokens=CLASSIFIER_MAX_TOKENS)
-    return "yes" in reply.lower(), reply
+    asked = ask_judge(judge, binary_classifier_messages(event, line), max_tokens=CLASSIFIER_MAX_TOKENS)
+    return "yes" in asked.text.lower(), asked
 
 
-def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeModel) -> tuple[list[LineMatch], int]:
-    """Match lines one-to-one to unused reference events, in order. Returns (matches, judge calls)."""
+def align_lines(reference: Sequence[str], lines: Sequence[str],
+                judge: JudgeModel) -> tuple[list[LineMatch], int, set[str]]:
+    """Match lines one-to-one to unused reference events, in order. Returns (matches, judge calls, flags)."""
     used: set[int] = set()
     matches: list[LineMatch] = []
     calls = 0
+    flags: set[str] = set()
     for line in lines:
         replies: list[str] = []
         matched: int | None = None
         for index, event in enumerate(reference):
             if index in used:
                 continue
-            verdict, reply = same_event(judge, event, line)
-            calls += 1
-            replies.append(reply)
+            verdict, asked = same_event(judge, event, line)
+            calls += asked.calls
+            flags |= asked.flags
+            replies.append(asked.text)
             if verdict:
                 matched = index
                 break
@@ -90,20 +92,18 @@ def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeMode
                 replies=replies,
             )
         )
-    return matches, calls
+    return matches, calls, flags
 
 
 def score_event_ordering(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
     """Score an event_ordering answer (see the module docstring for the two modes)."""
-    if not question.rubric:
-        raise ValueError(f"question {question.id} has an empty rubric; nothing to order against")
-    reference = list(question.rubric)
+    reference = require_rubric(question)
     lines = answer_lines(answer, mode)
-    matches, calls = align_lines(reference, lines, judge)
+    matches, calls, judge_flags = align_lines(reference, lines, judge)
     aligned = [m.event if m.event is not None else m.line for m in matches]
     metrics = event_ordering_metrics(reference, aligned)
 
-    flags = [] if metrics.tau_defined else ["tau_undefined"]
+    flags = sorted(judge_flags | (set() if metrics.tau_defined else {"tau_undefined"}))
     detail = EventOrderingDetail(
         precision=metrics.precision,
         recall=metrics.recall,

@@ -18,14 +18,13 @@ Two modes (see ``../shared/beam/upstream-scorer.md``):
     lacks ``score`` or has a non-numeric one (upstream would raise). A score outside {0, 0.5, 1}
     is kept, truncated, as upstream does, and flagged ``score_out_of_range``.
 
-In both modes the question score is the mean of the item scores, and the reply is parsed the way
-upstream's ``parse_json_response`` does (strip, unwrap a ```json fence, ``json.loads``, else the
-first ``{...}``/``[...]`` found by a non-greedy regex).
+In both modes the question score is the mean of the item scores, and the reply's JSON object is
+found by :func:`parse_judge_json` (a fenced block first, else the first valid JSON object).
 
 Errors: any exception the judge model raises propagates untouched (the harness turns it into a
-test error, never a silent 0). A reply with no text (``text is None``, or only whitespace) raises
-:class:`JudgeReplyEmpty` -- upstream would crash there too (``None.strip()``, or ``json.loads("")``
-after the repair fallback).
+test error, never a silent 0). A reply with no text (``text is None``, "" or only whitespace) does
+not parse: the item scores 0 and the question is flagged ``parse_error`` (product.md section 3;
+upstream would crash on ``None.strip()``).
 """
 
 from __future__ import annotations
@@ -33,9 +32,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..data.records import ProbingQuestion
+from ..llm.structured import extract_json_object
 from .prompts import JUDGE_PROMPT
 from .scores import ItemScore, QuestionScore, ScorerMode
 
@@ -43,10 +44,11 @@ __all__ = [
     "JUDGE_ROLE",
     "JudgeModel",
     "JudgeReply",
-    "JudgeReplyEmpty",
+    "JudgeText",
     "ask_judge",
     "fill_judge_prompt",
     "parse_judge_json",
+    "require_rubric",
     "score_item",
     "score_rubric",
 ]
@@ -78,24 +80,29 @@ class JudgeModel(Protocol):
     ) -> JudgeReply: ...
 
 
-class JudgeReplyEmpty(RuntimeError):
-    """The judge model answered without text. Not a score: it must surface as a test error."""
-
-
 # Upstream sets no output limit; ours bounds the reply (not the prompt), so a rambling local
 # judge cannot run for minutes. Both are far above what a compliant reply needs.
 JUDGE_MAX_TOKENS = 600
 CLASSIFIER_MAX_TOKENS = 16
 
 
-def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, allow_blank: bool = False,
-              max_tokens: int = JUDGE_MAX_TOKENS) -> str:
-    """One judge call (role ``"judge"``); returns the reply text. Client exceptions propagate."""
+@dataclass(frozen=True)
+class JudgeText:
+    """A judge's reply text ("" when it gave none), the flags it raises and the calls it took."""
+
+    text: str
+    flags: frozenset[str]
+    calls: int
+
+
+def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: int = JUDGE_MAX_TOKENS) -> JudgeText:
+    """One judge question (role ``"judge"``); client exceptions propagate.
+
+    A reply with no text at all flags ``parse_error`` and reads as "" (product.md section 3).
+    """
     result = judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=max_tokens)
-    text = result.text
-    if text is None or (not allow_blank and not text.strip()):
-        raise JudgeReplyEmpty(f"the judge model returned no text (text={text!r})")
-    return text
+    flags = frozenset({"parse_error"}) if result.text is None else frozenset()
+    return JudgeText(result.text or "", flags, 1)
 
 
 _PLACEHOLDER = re.compile(r"<(question|rubric_item|llm_response)>")
@@ -111,32 +118,16 @@ def fill_judge_prompt(question: str, rubric_item: str, answer: str, mode: Scorer
     raise ValueError(f"unknown scorer mode {mode!r}")
 
 
-_FENCED = re.compile(r"```(?:json)?\s*(\[.*\]|\{.*\})\s*```", re.DOTALL)
-_FIRST_JSON = re.compile(r"(\{.*?\}|\[.*?\])", re.DOTALL)
+def parse_judge_json(reply: str) -> dict[str, Any]:
+    """The JSON object of a judge reply; ``ValueError`` when there is none.
 
-
-def parse_judge_json(reply: str) -> Any:
-    """Parse a judge reply the way upstream's ``parse_json_response`` does; ``ValueError`` if it fails.
-
-    Strip; if it starts with a ``` fence, take the fenced ``{...}``/``[...]``; try ``json.loads``;
-    else ``json.loads`` the first (shortest) ``{...}``/``[...]`` in the text.
+    The model layer's one JSON-from-text parser (:func:`pytest_beam.llm.structured.extract_json_object`):
+    a fenced block first, else the first valid JSON object anywhere in the text. It reads every
+    reply upstream's ``parse_json_response`` reads, and also the ones upstream's non-greedy regex
+    cannot (a nested object, a stray brace before the verdict) where upstream would fall back to
+    ``json_repair``; it never guesses at text that is not valid JSON.
     """
-    text = reply.strip()
-    if text.startswith("```"):
-        fenced = _FENCED.search(text)
-        if fenced:
-            text = fenced.group(1).strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    found = _FIRST_JSON.search(text)
-    if found:
-        try:
-            return json.loads(found.group(1))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"found possible JSON but it does not parse: {exc}") from exc
-    raise ValueError("no JSON found in the judge reply")
+    return extract_json_object(reply)
 
 
 def _numeric(value: Any) -> float | None:
@@ -157,11 +148,12 @@ def _numeric(value: Any) -> float | None:
 
 def score_item(
     question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode
-) -> tuple[ItemScore, set[str]]:
-    """Judge one rubric item (one judge call). Returns the item and the flags it raises."""
+) -> tuple[ItemScore, set[str], int]:
+    """Judge one rubric item. Returns the item, its flags and the judge calls it took."""
     prompt = fill_judge_prompt(question, rubric_item, answer, mode)
-    reply = ask_judge(judge, [{"role": "user", "content": prompt}])
-    flags: set[str] = set()
+    asked = ask_judge(judge, [{"role": "user", "content": prompt}])
+    reply = asked.text
+    flags: set[str] = set(asked.flags)
 
     try:
         data = parse_judge_json(reply)
@@ -203,19 +195,27 @@ def score_item(
         reply=reply,
         parsed=ok,
     )
-    return item, flags
+    return item, flags, asked.calls
+
+
+def require_rubric(question: ProbingQuestion) -> list[str]:
+    """The question's rubric; ``ValueError`` when it is empty (there is nothing to score against)."""
+    if not question.rubric:
+        raise ValueError(f"question {question.id} has an empty rubric; nothing to score against")
+    return list(question.rubric)
 
 
 def score_rubric(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
     """Score an answer item by item against the question's rubric; question score = mean of items."""
-    if not question.rubric:
-        raise ValueError(f"question {question.id} has an empty rubric; nothing to judge")
+    require_rubric(question)
     items: list[ItemScore] = []
     flags: set[str] = set()
+    calls = 0
     for rubric_item in question.rubric:
-        item, item_flags = score_item(question.question, rubric_item, answer, judge, mode)
+        item, item_flags, item_calls = score_item(question.question, rubric_item, answer, judge, mode)
         items.append(item)
         flags |= item_flags
+        calls += item_calls
     return QuestionScore(
         question_id=question.id,
         ability=question.ability,
@@ -223,5 +223,5 @@ def score_rubric(question: ProbingQuestion, answer: str, judge: JudgeModel, mode
         score=sum(i.score for i in items) / len(items),
         items=items,
         flags=sorted(flags),
-        judge_calls=len(items),
+        judge_calls=calls,
     )

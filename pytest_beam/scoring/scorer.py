@@ -17,8 +17,8 @@ def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mo
 
     event_ordering questions go to the event-ordering metric (yes/no alignment calls, no rubric
     judge calls); every other ability to the rubric judge (one call per rubric item). Every call is
-    made with ``role="judge"``. Exceptions from the judge model propagate, as does
-    :class:`~pytest_beam.scoring.judge.JudgeReplyEmpty` for a reply with no text.
+    made with ``role="judge"``. Exceptions from the judge model propagate; a reply with no text
+    scores its item 0 and flags ``parse_error``.
     """
     if mode not in SCORER_MODES:
         raise ValueError(f"unknown scorer mode {mode!r}; expected one of {SCORER_MODES}")

@@ -24,7 +24,10 @@ class _Record(BaseModel):
 
 
 class ItemScore(_Record):
-    """One rubric item as the judge scored it."""
+    """One rubric item as the judge scored it: the scorer's output and a run record's item alike."""
+
+    # A record written by a newer version may carry item fields this one does not know.
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     rubric_item: str
     score: float = Field(description="The score the item counts for (after the mode's rules)")
@@ -32,8 +35,8 @@ class ItemScore(_Record):
         default=None, description="The 'score' value the judge gave, as given (None when absent or unparseable)"
     )
     reason: str | None = Field(default=None, description="The judge's 'reason' field, if any")
-    reply: str = Field(description="The judge's raw reply text")
-    parsed: bool = Field(description="The reply parsed to a usable score (False -> item scored 0, flag parse_error)")
+    reply: str | None = Field(default=None, description="The judge's raw reply text (None where not kept)")
+    parsed: bool = Field(default=True, description="The reply parsed to a usable score (False -> item scored 0, flag parse_error)")
 
 
 class LineMatch(_Record):

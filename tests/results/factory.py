@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_beam.results.record import ItemScore, QuestionRecord, RunRecord, UsageRow
+from pytest_beam.results.schema import ItemScore, QuestionRecord, RunRecord, UsageRow
 
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = '<img src=x onerror="window.__pwned=2">'

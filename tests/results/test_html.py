@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_beam.results.html import answer_diff, render_html, write_html
-from pytest_beam.results.record import write_record
+from pytest_beam.results.html import PAGE_SLOTS, PageTemplate, page_template, answer_diff, render_html, write_html
+from pytest_beam.results.store import write_record
 from tests.results.factory import XSS_IMG, XSS_SCRIPT, run_record
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,10 +101,17 @@ def test_page_is_self_contained_and_locked_down():
 
 
 def test_run_id_cannot_inject_markup():
-    evil = run_record('x"><script>alert(1)</script>@@DATA@@')
+    evil = run_record('x"><script>alert(1)</script>@@DATA@@${data}$body')
     page = render_html(evil)
     assert "<script>alert(1)" not in page
     assert page.count("</script>") == 2
+    assert "${data}$body" in page  # a value is never re-scanned for a slot
+
+
+def test_template_has_exactly_the_page_slots():
+    template = PageTemplate(page_template())
+    assert template.is_valid()
+    assert set(template.get_identifiers()) == PAGE_SLOTS
 
 
 def test_answer_diff():
@@ -219,7 +226,7 @@ def test_screenshot_artifact(tmp_path, two_page):
 
 
 def test_empty_and_all_error_records_render():
-    from pytest_beam.results.record import QuestionRecord, RunRecord
+    from pytest_beam.results.schema import QuestionRecord, RunRecord
 
     assert 'id="ability-chart"' in render_html(RunRecord(run_id="empty"))
     errored = RunRecord(run_id="err", questions=[

@@ -143,6 +143,19 @@ def test_nan_and_secrets_never_reach_the_file(tmp_path):
     assert data["settings"]["api_key"] == "<redacted>"
 
 
+def test_credentials_in_a_url_setting_never_reach_the_record_or_the_page(tmp_path):
+    from pytest_beam.results.html import render_html
+
+    settings = {"base_url": "https://beam:pw-url-secret@gpu-box:8000/v1", "neo4j": "bolt://neo4j:pw-bolt-secret@db:7687"}
+    r = run_record().model_copy(update={"settings": settings})
+    text = write_record(tmp_path / "res" / "x", r, []).read_text()
+    page = render_html(r)
+    for out in (text, page):
+        assert "pw-url-secret" not in out and "pw-bolt-secret" not in out
+    data = json.loads(text)
+    assert data["settings"] == {"base_url": "https://gpu-box:8000/v1", "neo4j": "bolt://db:7687"}
+
+
 def test_list_records_oldest_first_and_unreadable_listed(tmp_path):
     results = tmp_path / "results"
     write_record(results / "b", run_record("b", started="2025-02-01T00:00:00+00:00"), [])

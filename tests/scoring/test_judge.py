@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_beam.scoring import JudgeReplyEmpty, QuestionScore, score_question
+from pytest_beam.scoring import QuestionScore, score_question
 from pytest_beam.scoring.judge import fill_judge_prompt, parse_judge_json
 from pytest_beam.scoring.prompts import JUDGE_PROMPT
 
@@ -150,9 +150,9 @@ def test_judge_exception_propagates(mode):
 
 
 @pytest.mark.parametrize("text", [None, "", "   \n"])
-def test_reply_without_text_raises(text):
-    with pytest.raises(JudgeReplyEmpty):
-        score_question(question("abstention", ["x"]), ANSWER, replies(text), "default")
+def test_reply_without_text_scores_zero_with_parse_error(text):
+    result = score_question(question("abstention", ["x"]), ANSWER, replies(text), "default")
+    assert result.score == 0.0 and result.flags == ["parse_error"] and not result.items[0].parsed
 
 
 def test_question_score_is_json_able_and_round_trips():
@@ -172,3 +172,13 @@ def test_empty_rubric_and_unknown_mode_are_errors():
         score_question(question("abstention", []), ANSWER, replies(), "default")
     with pytest.raises(ValueError):
         score_question(Q, ANSWER, replies(), "strict")  # type: ignore[arg-type]
+
+
+def test_nested_or_preceded_json_parses_with_the_one_parser():
+    # upstream's non-greedy regex reads neither (its json_repair fallback would); the one parser does
+    nested = 'Verdict: {"score": 1, "reason": {"why": "states 42"}}'
+    stray = 'The {answer} is fine. {"score": 0.5, "reason": "partly"}'
+    assert parse_judge_json(nested) == {"score": 1, "reason": {"why": "states 42"}}
+    assert parse_judge_json(stray)["score"] == 0.5
+    with pytest.raises(ValueError):
+        parse_judge_json("score: 1")

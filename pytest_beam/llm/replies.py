@@ -1,0 +1,89 @@
+"""What a model call returns, and how a raw chat response body becomes one.
+
+Live, cached and replayed responses are parsed from the same raw bytes by the same code here, so
+a replay is indistinguishable from the live call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .meter import Usage
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str = ""
+    arguments_error: str | None = None  # set when raw_arguments is not a JSON object
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments, "raw_arguments": self.raw_arguments}
+
+
+@dataclass
+class ChatResult:
+    text: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    usage: Usage
+    latency_s: float
+    model: str
+    cached: bool
+    replayed: bool = False
+    raw: bytes = field(default=b"", repr=False)  # the response body exactly as received
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation (tool calls included)."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+                for c in self.tool_calls
+            ]
+        return msg
+
+
+@dataclass
+class StructuredResult:
+    value: Any  # an instance of the schema
+    attempts: int
+    usage: Usage  # summed over the attempts
+    raw_text: str | None
+    mode: str  # "json_schema", "json_object" or "text": how the endpoint was asked
+    cached: bool = False
+    replayed: bool = False
+
+
+def tool_arguments(raw_args: Any) -> tuple[dict[str, Any], str, str | None]:
+    """``(arguments, raw text, error)`` of a tool call's ``arguments`` (a JSON string or an object)."""
+    if isinstance(raw_args, dict):
+        return raw_args, json.dumps(raw_args), None
+    raw_text = raw_args or ""
+    try:
+        parsed = json.loads(raw_text) if raw_text.strip() else {}
+    except ValueError as exc:
+        return {}, raw_text, f"arguments are not valid JSON: {exc}"
+    if not isinstance(parsed, dict):
+        return {}, raw_text, "arguments are not a JSON object"
+    return parsed, raw_text, None
+
+
+def parse_chat(data: dict[str, Any]) -> tuple[str | None, list[ToolCall], str | None]:
+    """``(text, tool calls, finish_reason)`` of a decoded chat response (shape checked by the decoder)."""
+    choice = data["choices"][0]
+    message = choice.get("message") or {}
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    calls: list[ToolCall] = []
+    for i, raw_call in enumerate(message.get("tool_calls") or []):
+        fn = raw_call.get("function") or {}
+        args, raw_text, err = tool_arguments(fn.get("arguments"))
+        calls.append(ToolCall(id=str(raw_call.get("id") or f"call_{i}"), name=str(fn.get("name") or ""),
+                              arguments=args, raw_arguments=raw_text, arguments_error=err))
+    return content, calls, choice.get("finish_reason")

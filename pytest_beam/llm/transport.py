@@ -1,0 +1,258 @@
+"""The HTTP side of a model call: one endpoint, its concurrency limit, retries with backoff.
+
+A request goes through the per-endpoint semaphore, is retried on timeouts, connection errors,
+429 and 5xx (honouring ``Retry-After``), and falls back when the endpoint refuses a ``seed`` or a
+structured-output mode; what it learns (seed refused, the mode that works) is remembered for the
+endpoint's client. Every error it raises is a :class:`ModelEndpointError` with the key scrubbed.
+
+The ``openai`` package is imported lazily, when the first network call needs it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..redaction import redact, url_credentials
+from .config import EndpointConfig
+from .errors import ModelEndpointError
+from .structured import with_schema_instruction
+
+STRUCTURED_MODES = ("json_schema", "json_object", "text")
+_MAX_REASON_CHARS = 500
+
+_SEMAPHORES: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_SEMAPHORES_LOCK = threading.Lock()
+
+
+def endpoint_semaphore(base_url: str, concurrency: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore of an endpoint at a concurrency limit.
+
+    Clients of one endpoint with the same limit share it, so the limit holds across them; a client
+    configured with another limit gets that limit (keying by URL alone let the first client's
+    size silently override every later one's)."""
+    key = (base_url.rstrip("/"), int(concurrency))
+    with _SEMAPHORES_LOCK:
+        sem = _SEMAPHORES.get(key)
+        if sem is None:
+            sem = _SEMAPHORES[key] = threading.BoundedSemaphore(concurrency)
+        return sem
+
+
+def parse_retry_after(headers: Any, cap_s: float) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), capped."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return min(max(float(value) / 1000.0, 0.0), cap_s)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), cap_s)
+
+
+@dataclass
+class Sent:
+    """A successful response as received: the raw body, its decoded JSON, and how it was obtained."""
+
+    body: bytes
+    data: dict[str, Any]
+    attempts: int
+    mode: str | None  # the structured-output mode used, None for a plain call
+
+
+class _Retryable(Exception):
+    def __init__(self, status: int | None, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class Transport:
+    """The HTTP side of one :class:`EndpointConfig`. Safe to share between threads."""
+
+    def __init__(self, endpoint: EndpointConfig) -> None:
+        self.endpoint = endpoint
+        # the key, and any password written into the base URL: scrubbed from every error text
+        self.secrets: tuple[str, ...] = ((endpoint.api_key,) if endpoint.api_key else ()) + url_credentials(endpoint.base_url)
+        self._lock = threading.Lock()
+        self._openai: Any = None
+        self._send_seed = endpoint.seed is not None
+        self._structured_mode = STRUCTURED_MODES[0]
+        self._rng = random.Random()
+
+    @property
+    def structured_mode(self) -> str:
+        return self._structured_mode
+
+    @property
+    def sends_seed(self) -> bool:
+        return self._send_seed
+
+    def close(self) -> None:
+        with self._lock:
+            if self._openai is not None:
+                self._openai.close()
+                self._openai = None
+
+    def __repr__(self) -> str:
+        return f"Transport({self.endpoint!r})"
+
+    # -- decoding and errors ---------------------------------------------------------------------
+
+    def decode(self, body: bytes, kind: str, role: str, model: str) -> dict[str, Any]:
+        """The JSON of a response body, checked for the shape its kind needs."""
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise self.error(kind, role, model, None, "response body is not a JSON object", attempts=0)
+        choices = data.get("choices")
+        if kind == "chat" and not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+            raise self.error(kind, role, model, None, f"response has no choices: {body[:200]!r}", attempts=0)
+        if kind == "embeddings" and not isinstance(data.get("data"), list):
+            raise self.error(kind, role, model, None, f"response has no data: {body[:200]!r}", attempts=0)
+        return data
+
+    def error(self, kind: str, role: str, model: str, status: int | None, reason: str, *,
+              attempts: int) -> ModelEndpointError:
+        """The endpoint failure to raise: key scrubbed, reason cut to a readable length."""
+        reason = redact(reason, self.secrets)
+        if len(reason) > _MAX_REASON_CHARS:
+            reason = reason[:_MAX_REASON_CHARS] + " ..."
+        base = self.endpoint.display_url
+        last = f"last status {status}" if status is not None else "no HTTP status"
+        message = (
+            f"Model endpoint {base} failed for the {role} {kind} call (model {model}) after "
+            f"{attempts} attempt(s): {last}: {reason}"
+        )
+        return ModelEndpointError(redact(message, self.secrets), base_url=base, model=model, role=role,
+                                  status=status, reason=reason, attempts=attempts)
+
+    def _error_text(self, exc: Any) -> str:
+        """The error an endpoint answered, key already scrubbed.
+
+        Redacted here, where the body is first read, so that no frame the client raises from ever
+        holds the raw text in a local (``pytest -l`` prints every local of those frames).
+        """
+        body = getattr(exc, "body", None)
+        text = getattr(exc, "message", None) or str(exc)
+        if body is not None and not isinstance(body, str):
+            try:
+                text = f"{text} {json.dumps(body)}"
+            except (TypeError, ValueError):
+                pass
+        return redact(text, self.secrets)
+
+    # -- sending ------------------------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        with self._lock:
+            if self._openai is None:
+                import openai
+
+                self._openai = openai.OpenAI(
+                    api_key=self.endpoint.api_key or "no-key",
+                    base_url=self.endpoint.base_url,
+                    timeout=self.endpoint.timeout_s,
+                    max_retries=0,  # retries are ours, so they are counted and logged
+                )
+            return self._openai
+
+    def _request_kwargs(self, kind: str, logical: dict[str, Any], structured_schema: dict | None, mode: str) -> dict[str, Any]:
+        kwargs = dict(logical)
+        if kind != "chat":
+            return kwargs
+        if not self._send_seed:
+            kwargs.pop("seed", None)
+        if structured_schema is not None and mode != "json_schema":
+            kwargs["messages"] = with_schema_instruction(kwargs["messages"], structured_schema)
+            if mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object"}
+            else:
+                kwargs.pop("response_format", None)
+        return kwargs
+
+    def send(self, kind: str, role: str, model: str, logical: dict[str, Any], structured_schema: dict | None) -> Sent:
+        """One logical call over HTTP, with retries and fallbacks; raises :class:`ModelEndpointError`."""
+        if not self.endpoint.base_url:
+            raise ModelEndpointError(
+                f"No model endpoint base URL configured; cannot make the {role} call (model {model}) "
+                "that is not in the cassette or cache.",
+                base_url=None, model=model, role=role, attempts=0,
+            )
+        import openai
+
+        client = self._client()
+        sem = endpoint_semaphore(self.endpoint.endpoint_key, self.endpoint.concurrency)
+        mode = self._structured_mode if structured_schema is not None else None
+        attempts = 0
+        retries = 0
+        while True:
+            kwargs = self._request_kwargs(kind, logical, structured_schema, mode or "json_schema")
+            attempts += 1
+            try:
+                try:
+                    with sem:
+                        if kind == "chat":
+                            response = client.chat.completions.with_raw_response.create(**kwargs)
+                        else:
+                            response = client.embeddings.with_raw_response.create(**kwargs)
+                        body = response.http_response.content
+                except openai.APIStatusError as exc:
+                    status = exc.status_code
+                    detail = self._error_text(exc)
+                    if status == 429 or status >= 500:
+                        raise _Retryable(status, detail, parse_retry_after(
+                            exc.response.headers, self.endpoint.retry_after_cap_s)) from None
+                    if status in (400, 422) and kind == "chat":
+                        if "seed" in kwargs and "seed" in detail.lower():
+                            with self._lock:
+                                self._send_seed = False  # remembered for this client
+                            continue
+                        if mode is not None and mode != STRUCTURED_MODES[-1]:
+                            mode = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
+                            continue
+                    raise self.error(kind, role, model, status, detail, attempts=attempts) from None
+                except openai.APITimeoutError:
+                    raise _Retryable(None, f"timed out after {self.endpoint.timeout_s:g}s") from None
+                except openai.APIConnectionError as exc:
+                    cause = exc.__cause__
+                    raise _Retryable(None, redact(f"connection error: {type(cause).__name__ if cause else ''} "
+                                                  f"{cause or exc}", self.secrets)) from None
+            except _Retryable as failure:
+                if retries >= self.endpoint.max_retries:
+                    raise self.error(kind, role, model, failure.status, failure.reason, attempts=attempts) from None
+                retries += 1
+                delay = failure.retry_after
+                if delay is None:
+                    exp = min(self.endpoint.backoff_base_s * (2 ** (retries - 1)), self.endpoint.backoff_max_s)
+                    delay = exp * (0.5 + self._rng.random() / 2)  # jitter: 50-100% of the exponential step
+                time.sleep(delay)
+                continue
+            data = self.decode(body, kind, role, model)
+            if mode is not None and mode != self._structured_mode:
+                with self._lock:
+                    self._structured_mode = mode  # remembered for this client
+            return Sent(body, data, attempts, mode)

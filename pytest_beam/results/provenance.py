@@ -1,0 +1,65 @@
+"""Where a run came from: the git commit (and whether the tree was dirty) and the lockfile's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["git_info", "lockfile_hash"]
+
+
+def git_info(root: str | os.PathLike[str]) -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the git work tree at ``root``; ``(None, None)`` when not a repo."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=20
+        )
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    commit = head.stdout.strip() or None
+    dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+    return commit, dirty
+
+
+def _sha256(chunks: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def lockfile_hash(root: str | os.PathLike[str]) -> str | None:
+    """``"<source>:<sha256>"`` of the project's lock: uv.lock, poetry.lock, pylock.toml or
+    requirements*.txt (the first that exists), else the output of ``pip freeze``
+    (``"pip-freeze:<sha>"``); None when none of them can be read."""
+    base = Path(root)
+    for name in ("uv.lock", "poetry.lock", "pylock.toml"):
+        p = base / name
+        if p.is_file():
+            return f"{name}:{_sha256([p.read_bytes()])}"
+    reqs = sorted(base.glob("requirements*.txt"))
+    if reqs:
+        label = reqs[0].name if len(reqs) == 1 else "requirements*.txt"
+        digest = _sha256(p.name.encode() + b"\0" + p.read_bytes() for p in reqs)
+        return f"{label}:{digest}"
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "freeze", "--disable-pip-version-check"],
+            capture_output=True, timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    lines = sorted(line for line in out.stdout.decode("utf-8", "replace").splitlines() if line.strip())
+    digest = _sha256(["\n".join(lines).encode()])
+    return f"pip-freeze:{digest}"

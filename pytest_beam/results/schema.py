@@ -1,0 +1,192 @@
+"""The run record's schema: what one benchmark run leaves behind, as JSON-able pydantic models.
+
+Readers ignore fields they do not know, so a record written by a newer version still loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+
+from ..llm.config import EMBEDDING_ROLE
+from ..llm.config import ROLES as _CHAT_ROLES
+from ..scoring.scores import ItemScore
+
+__all__ = [
+    "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",
+    "Outcome", "UsageRow", "ItemScore", "QuestionRecord", "AbilityStats", "OverallStats", "RunRecord",
+]
+
+SCHEMA_VERSION = 1
+RECORD_FILE = "record.json"
+TRACE_FILE = "trace.jsonl.gz"
+NOTICE_FILE = "NOTICE"
+LATEST_FILE = "latest"
+#: The roles a model plays (usage is keyed by these, or by phase names).
+ROLES: tuple[str, ...] = (*_CHAT_ROLES, EMBEDDING_ROLE)
+KNOWN_BAD_FLAG = "known_bad_rubric"
+
+Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+
+
+class _Model(BaseModel):
+    # Records written by a newer version may carry fields this one does not know: ignore them.
+    model_config = ConfigDict(extra="ignore")
+
+
+class UsageRow(_Model):
+    """Model calls and their cost for one role or phase."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = Field(0.0, description="Wall (latency) seconds spent in these calls",
+                           validation_alias=AliasChoices("seconds", "latency_s"))
+    replayed_calls: int = Field(0, description="Calls answered from a cassette")
+    cached_tokens: int = Field(0, description="Tokens of cached and replayed calls (recorded usage, not spent)")
+    retries: int = 0
+    errors: int = 0
+
+    def __add__(self, other: UsageRow) -> UsageRow:
+        return UsageRow(**{name: getattr(self, name) + getattr(other, name) for name in UsageRow.model_fields})
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class QuestionRecord(_Model):
+    """One probing question of one run: its answer, scores, flags, usage and (optionally) trace."""
+
+    id: str = Field(description='e.g. "conv17:information_extraction:0"')
+    conversation_id: str = ""
+    ability: str = ""
+    index: int = 0
+    question: str = ""
+    answer: str | None = None
+    score: float | None = Field(None, description="None when the question errored or was skipped")
+    score_excluding_known_bad: float | None = Field(None, description="None for a known-bad-flagged question")
+    event_f1: float | None = None
+    event_tau_norm: float | None = None
+    evidence_recall: float | None = Field(None, description="None for abstention questions (no source ids)")
+    flags: list[str] = Field(default_factory=list)
+    known_bad_reason: str | None = None
+    items: list[ItemScore] = Field(default_factory=list)
+    event_detail: dict[str, Any] | None = Field(
+        None,
+        description="event_ordering: answer_lines, alignment [{line, event, event_index}] (or matched: "
+        "[event|None]), reference_order, answer_order, precision, recall, event_f1, tau_b, event_tau_norm",
+    )
+    outcome: Outcome = "passed"
+    error: str | None = Field(None, description="The skip reason or the error summary")
+    usage: dict[str, UsageRow] = Field(default_factory=dict, description="role -> usage")
+    agent_steps: int = 0
+    seconds: float = 0.0
+    scorer: str | None = None
+    source_message_ids: list[int] = Field(default_factory=list)
+    retrieved_message_ids: list[int] = Field(default_factory=list)
+    answer_changed: bool | None = Field(None, description="The answer differs from its snapshot (None: not compared)")
+    trace: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
+        "may be empty here, always present in the trace file",
+    )
+
+    @property
+    def known_bad(self) -> bool:
+        return KNOWN_BAD_FLAG in self.flags or bool(self.known_bad_reason)
+
+    @property
+    def scored(self) -> bool:
+        """Whether the question counts in the means: it has a score and neither errored nor was skipped."""
+        return self.score is not None and self.outcome not in ("error", "skipped")
+
+    @property
+    def calls(self) -> int:
+        """Model calls this question made, whether live, cached or replayed from a cassette."""
+        return sum(u.calls + u.cached_calls + u.replayed_calls for u in self.usage.values())
+
+    @property
+    def agent_calls(self) -> int:
+        agent = self.usage.get("agent")
+        if agent is None:
+            return self.agent_steps
+        return agent.calls + agent.cached_calls + agent.replayed_calls
+
+
+class AbilityStats(_Model):
+    n: int = Field(0, description="Questions with a score (errors and skips are not counted here)")
+    mean: float | None = None
+    n_excluding_known_bad: int = 0
+    mean_excluding_known_bad: float | None = None
+    flags: dict[str, int] = Field(default_factory=dict)
+    passed: int = Field(0, description="passed + xpassed")
+    failed: int = Field(0, description="failed + xfailed")
+    errors: int = 0
+    skipped: int = 0
+
+
+class OverallStats(_Model):
+    n: int = 0
+    mean: float | None = Field(None, description="Mean over every scored question")
+    n_excluding_known_bad: int = 0
+    mean_excluding_known_bad: float | None = None
+    mean_of_abilities: float | None = Field(None, description="Unweighted mean of the ability means")
+    errors: int = 0
+    skipped: int = 0
+
+
+class RunRecord(_Model):
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    started: str | None = None
+    finished: str | None = None
+    package_version: str | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+    lockfile_hash: str | None = None
+    mode: str | None = None
+    data_source: str | None = None
+    data_revision: str | None = None
+    scorer: str | None = None
+    models: dict[str, str | None] = Field(default_factory=dict, description="role -> model name")
+    judge_is_agent: bool = False
+    settings: dict[str, Any] = Field(default_factory=dict)
+    pass_score: float | None = None
+    questions: list[QuestionRecord] = Field(default_factory=list)
+    abilities: dict[str, AbilityStats] = Field(default_factory=dict)
+    overall: OverallStats = Field(default_factory=OverallStats)
+    usage: dict[str, UsageRow] = Field(default_factory=dict, description="phase/role -> usage")
+    phase_seconds: dict[str, float] = Field(default_factory=dict, description="ingest, agent, judge -> seconds")
+    graph: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="conversation -> {entities_by_type, relations_by_type, chunks, empty_extractions, cache_hit, seconds}",
+    )
+    snapshot_changes: list[str] = Field(default_factory=list)
+    partial: bool = False
+    partial_reason: str | None = None
+    exit_status: int | None = None
+
+    @model_validator(mode="after")
+    def _fill_aggregates(self) -> RunRecord:
+        # A record built with questions but no aggregates gets them; given ones are kept as given.
+        if self.questions and not self.abilities:
+            from .aggregate import aggregate
+
+            self.abilities, self.overall = aggregate(self.questions)
+        return self
+
+    def recompute(self) -> RunRecord:
+        """A copy with abilities and overall recomputed from the questions."""
+        from .aggregate import aggregate
+
+        abilities, overall = aggregate(self.questions)
+        return self.model_copy(update={"abilities": abilities, "overall": overall})
+
+    def question(self, qid: str) -> QuestionRecord | None:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        return None
