@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from ..data.records import ProbingQuestion
 from .event_ordering import align_lines, answer_lines
-from .judge import JudgeModel, ask_judge, fill_judge_prompt, parse_judge_json
+from .judge import JudgeModel, ask_judge, fill_judge_prompt, parse_judge_json, require_rubric
 from .metrics import event_ordering_metrics, kendall_tau_b
 from .scores import EventOrderingDetail, ItemScore, QuestionScore
 
@@ -79,7 +79,9 @@ def _score_items(question: ProbingQuestion, answer: str, judge: JudgeModel) -> Q
     items: list[ItemScore] = []
     flags: set[str] = set()
     for rubric_item in question.rubric:
-        reply = ask_judge(judge, [{"role": "user", "content": fill_judge_prompt(question.question, rubric_item, answer, "default")}])
+        asked = ask_judge(judge, [{"role": "user", "content": fill_judge_prompt(question.question, rubric_item, answer, "default")}])
+        reply = asked.text
+        flags.update(asked.flags)
         number, reason = read_judge_number(reply)
         if number is None:
             flags.add("parse_error")
@@ -123,11 +125,9 @@ def event_positions(matched_event_index: Sequence[int | None], events: int) -> l
 
 
 def _score_events(question: ProbingQuestion, answer: str, judge: JudgeModel) -> QuestionScore:
-    if not question.rubric:
-        raise ValueError(f"question {question.id} has an empty rubric; nothing to order against")
-    reference = list(question.rubric)
+    reference = require_rubric(question)
     lines = answer_lines(answer, "default")
-    matches, calls = align_lines(reference, lines, judge)
+    matches, calls, judge_flags = align_lines(reference, lines, judge)
     omni = omnimemeval_event_score(event_positions([m.event_index for m in matches], len(reference)))
     beam = event_ordering_metrics(reference, [m.event if m.event is not None else m.line for m in matches])
     detail = EventOrderingDetail(
@@ -136,7 +136,7 @@ def _score_events(question: ProbingQuestion, answer: str, judge: JudgeModel) -> 
         alignment=matches, reference_order=reference, answer_order=[str(x) for x in beam.answer_order],
     )
     return QuestionScore(question_id=question.id, ability=question.ability, mode="omnimemeval", score=omni.score,
-                         items=[], flags=[], judge_calls=calls, event_f1=beam.f1, event_tau_norm=omni.tau_norm,
+                         items=[], flags=sorted(judge_flags), judge_calls=calls, event_f1=beam.f1, event_tau_norm=omni.tau_norm,
                          event_detail=detail)
 
 
@@ -144,6 +144,5 @@ def score_question_omnimemeval(question: ProbingQuestion, answer: str, judge: Ju
     """Score one answer under the omnimemeval profile (see the module docstring)."""
     if question.ability == "event_ordering":
         return _score_events(question, answer, judge)
-    if not question.rubric:
-        raise ValueError(f"question {question.id} has an empty rubric; nothing to judge")
+    require_rubric(question)
     return _score_items(question, answer, judge)
