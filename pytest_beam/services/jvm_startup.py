@@ -17,6 +17,7 @@ once per machine; bench/neo4j_services.py measures the start with and without th
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ..files import atomic_write
 from ._process import pid_exists
 
 _SIGNATURE = re.compile(r"META-INF/[^/]+\.(SF|RSA|DSA|EC)")
@@ -36,12 +38,13 @@ def _is_signed(jar: str) -> bool:
 
 
 def _unsigned_copy(jar: str, target: Path) -> None:
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
+    """``jar`` without its signature files, built in memory and written whole (workers race)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
             if not _SIGNATURE.fullmatch(info.filename):
                 dst.writestr(info, src.read(info.filename))
-    os.replace(tmp, target)
+    atomic_write(target, buf.getvalue())
 
 
 def run_classpath(jars: Sequence[str], cache: Path) -> list[str]:
@@ -68,9 +71,7 @@ def run_classpath(jars: Sequence[str], cache: Path) -> list[str]:
             out.append(str(target))
         else:
             out.append(jar)
-    tmp = remembered.with_name(f"{remembered.name}.{os.getpid()}.tmp")
-    tmp.write_text(key + "\n" + os.pathsep.join(out) + "\n")
-    os.replace(tmp, remembered)
+    atomic_write(remembered, key + "\n" + os.pathsep.join(out) + "\n")
     return out
 
 

@@ -34,7 +34,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..paths import cache_root, file_lock
+from ..files import atomic_write, file_lock
+from ..paths import cache_root
 from . import _process
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
 
@@ -206,9 +207,7 @@ def _resolve_with_maven(version: str, mvn: str | None) -> list[str]:
             if proc.returncode == 0 and out_file.is_file():
                 jars = _read_cached(out_file)
                 if jars:
-                    tmp_target = target.with_suffix(f".tmp{os.getpid()}")
-                    tmp_target.write_text(os.pathsep.join(jars) + "\n")
-                    os.replace(tmp_target, target)
+                    atomic_write(target, os.pathsep.join(jars) + "\n")
                     return jars
             outputs.append(_tail_text(proc.stdout + proc.stderr, 30))
     raise Neo4jServiceError(
