@@ -15,37 +15,17 @@ Merges are transitive (union-find) and each group is merged into one kept node i
 from __future__ import annotations
 
 import re
-import unicodedata
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .graph_schema import ENTITY_TYPES
 
-_TITLES = {"dr", "mr", "mrs", "ms", "miss", "mx", "prof", "professor", "sir", "dame", "madam", "doctor"}
-_ORG_SUFFIXES = {"inc", "ltd", "llc", "corp", "corporation", "co", "gmbh", "plc", "sa", "ag"}
-_NON_WORD = re.compile(r"[^\w\s]+")
-
 CLEAR_MERGE_RATIO = 0.92
 AMBIGUOUS_TOKEN_SET = 0.85
 AMBIGUOUS_RATIO = 0.75
 AMBIGUOUS_COSINE = 0.85
 MAX_POSTING = 50  # a word shared by more names than this is too common to block on
-
-
-def normalise_name(name: str, entity_type: str) -> str:
-    text = unicodedata.normalize("NFKD", name or "")
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    words = _NON_WORD.sub(" ", text).split()
-    if words and words[0] == "the" and len(words) > 1:
-        words = words[1:]
-    if entity_type == "Person":
-        while len(words) > 1 and words[0] in _TITLES:
-            words = words[1:]
-    if entity_type == "Organization":
-        while len(words) > 1 and words[-1] in _ORG_SUFFIXES:
-            words = words[:-1]
-    return " ".join(words)
 
 
 def _digits(text: str) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
+from .names import lookup_forms
 from .search import Embedder, SearchHit, _id_key, _iso, _read, fulltext_search, hybrid_search
 
 CUT_MARKER = "…[cut: {n} more characters]"
@@ -97,10 +98,6 @@ def _bounded(header: dict[str, Any], items: list[dict[str, Any]], limit: int, it
         dropped += 1
 
 
-def normalise_name(name: str) -> str:
-    return " ".join(re.findall(r"\w+", name.lower()))
-
-
 def _ids_in(items: list[dict[str, Any]], *keys: str) -> list[int]:
     ids: set[int] = set()
     for item in items:
@@ -165,9 +162,9 @@ RETURN s.id AS id, s.text AS text, s.superseded AS superseded,
 
 _ENTITY_MATCH = """
 MATCH (e:Entity)
-WHERE e.norm_name = $norm OR toLower(e.name) = $lower OR toLower(e.name) CONTAINS $lower
+WHERE e.norm_name IN $norms OR toLower(e.name) = $lower OR toLower(e.name) CONTAINS $lower
    OR (e.norm_name IS NOT NULL AND e.norm_name CONTAINS $norm AND size($norm) >= 3)
-WITH e, CASE WHEN e.norm_name = $norm OR toLower(e.name) = $lower THEN 0 ELSE 1 END AS exact
+WITH e, CASE WHEN e.norm_name IN $norms OR toLower(e.name) = $lower THEN 0 ELSE 1 END AS exact
 RETURN e.id AS id, e.name AS name, e.summary AS summary, e.date AS date,
        [l IN labels(e) WHERE l <> 'Entity'][0] AS type, exact
 ORDER BY exact, size(e.name), e.name, e.id
@@ -239,7 +236,8 @@ class ToolBox:
         return self._dates
 
     def _match_entities(self, name: str, limit: int) -> list[dict[str, Any]]:
-        rows = self._read(_ENTITY_MATCH, {"norm": normalise_name(name), "lower": name.lower(),
+        norms = lookup_forms(name)
+        rows = self._read(_ENTITY_MATCH, {"norms": norms, "norm": norms[0], "lower": name.lower(),
                                           "limit": int(limit)})
         return [dict(r) for r in rows]
 
@@ -449,9 +447,10 @@ class ToolBox:
             sids = [h.id for h in hits]
             items = self._statements(
                 rule_filter + " AND (s.id IN $sids OR EXISTS { (s)-[:TRIGGERED_BY]->(t:Topic) "
-                "WHERE t.norm_name = $norm OR toLower(t.name) CONTAINS $lower "
+                "WHERE t.norm_name IN $norms OR toLower(t.name) CONTAINS $lower "
                 "OR (size($norm) >= 3 AND t.norm_name IS NOT NULL AND $norm CONTAINS t.norm_name) })",
-                {"sids": sids, "norm": normalise_name(topic), "lower": topic.lower()})
+                {"sids": sids, "norms": lookup_forms(topic), "norm": lookup_forms(topic)[0],
+                 "lower": topic.lower()})
         header: dict[str, Any] = {"topic": topic}
         if not items:
             header["note"] = "no standing rule found" + (" for this topic" if topic else "")

@@ -148,3 +148,19 @@ def test_cypher_timeout_is_enforced(graph, embedder):
     box = ToolBox(driver, database, embedder, ToolLimits(cypher_timeout_s=1.0))
     result = box.call("cypher", {"query": "UNWIND range(1, 1000000000) AS x WITH x WHERE x < 0 RETURN count(x)"})
     assert result.is_error and "took too long" in result.text and "TimedOut" in result.text, result.text
+
+
+def test_entity_lookup_uses_the_normaliser_names_were_written_with(box, graph):
+    """Names are stored normalised by resolution's normaliser ("The Louvre" -> "louvre", "Dr. Ana
+    López" -> "ana lopez"); the tools once looked them up with another one and missed them."""
+    from pytest_beam.memory.names import normalise_name
+
+    driver, database = graph
+    for eid, label, name in [("e_louvre", "Place", "Louvre"), ("e_lopez", "Person", "Ana López")]:
+        driver.execute_query(
+            f"CREATE (e:Entity:{label} {{id: $id, name: $name, norm_name: $norm, summary: ''}}) "
+            "WITH e MATCH (s:Statement {id: 's5'}) CREATE (s)-[:ABOUT]->(e)",
+            {"id": eid, "name": name, "norm": normalise_name(name, label)}, database_=database)
+    for asked, found in [("the Louvre", "Louvre"), ("Dr. Ana Lopez", "Ana López")]:
+        doc = json.loads(box.call("entity_statements", {"name": asked}).text)
+        assert [e["name"] for e in doc["entities"]][:1] == [found], (asked, doc)
