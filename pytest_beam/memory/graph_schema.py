@@ -63,6 +63,8 @@ def vector_index_statement(dimensions: int) -> str:
 def install_schema(driver: neo4j.Driver, database: str, embedding_dimensions: int,
                    timeout_s: float = 60.0) -> None:
     """Create constraints and indexes, then wait until every index is online."""
+    from ..services.access import run_write
+
     for statement in (*CONSTRAINTS, *INDEXES, vector_index_statement(embedding_dimensions)):
-        driver.execute_query(statement, database_=database)
-    driver.execute_query(f"CALL db.awaitIndexes({int(timeout_s)})", database_=database)
+        run_write(driver, database, statement)
+    run_write(driver, database, f"CALL db.awaitIndexes({int(timeout_s)})")

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Protocol, Sequence
 
+from ..services.access import AGENT_READS, ReadLimits, run_read
 from .graph_schema import FULLTEXT_INDEX, VECTOR_INDEX
 
 Kind = Literal["message", "statement"]
@@ -181,33 +182,28 @@ def _id_key(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int) else (1, str(value))
 
 
-def _read(driver: Any, database: str, cypher: str, params: dict[str, Any]) -> list[Any]:
-    """Run a query in a READ transaction (the server refuses writes), without the server's
-    notifications (a graph without statements makes it warn about unknown relationship types)."""
-    import neo4j
-
-    def work(tx: Any) -> list[Any]:
-        return list(tx.run(cypher, params))
-
-    with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS,
-                        notifications_min_severity="OFF") as session:
-        return session.execute_read(work)
+def _read(driver: Any, database: str, cypher: str, params: dict[str, Any],
+          limits: ReadLimits = AGENT_READS) -> list[Any]:
+    """Every search read goes the agent's way to the graph: READ mode, timeout, row cap, and a
+    dead server raised as ``Neo4jServiceDown`` naming the conversation."""
+    return run_read(driver, database, cypher, params, timeout_s=limits.timeout_s, max_rows=limits.max_rows)
 
 
-def fulltext_search(driver: Any, database: str, text: str, depth: int, kind: str = "any") -> list[SearchHit]:
+def fulltext_search(driver: Any, database: str, text: str, depth: int, kind: str = "any",
+                    limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     query = fulltext_query(text)
     if not query:
         return []
     cypher = FULLTEXT_CYPHER.replace("{filter}", _KIND_FILTER[kind])
-    rows = _read(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)})
+    rows = _read(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)}, limits)
     return _rows_to_hits(rows)
 
 
 def vector_search_by_embedding(driver: Any, database: str, embedding: Sequence[float], depth: int,
-                               kind: str = "any") -> list[SearchHit]:
+                               kind: str = "any", limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     cypher = VECTOR_CYPHER.replace("{filter}", _KIND_FILTER[kind])
     rows = _read(driver, database, cypher,
-                 {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)})
+                 {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)}, limits)
     return _rows_to_hits(rows)
 
 
@@ -246,7 +242,7 @@ def rrf_fuse(rankings: dict[str, list[SearchHit]], rrf_k: float = DEFAULT_RRF_K,
 def hybrid_search(driver: Any, database: str, text: str, embedder: Embedder | None, limit: int = 10,
                   kind: str = "any", method: Method = "hybrid", rrf_k: float = DEFAULT_RRF_K,
                   depth: int | None = None, embedding: Sequence[float] | None = None,
-                  weights: dict[str, float] | None = None) -> list[SearchHit]:
+                  weights: dict[str, float] | None = None, limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     """The top ``limit`` hits for ``text``.
 
     ``method`` picks hybrid (RRF of both), or one method alone (for the benchmark). Without an
@@ -258,11 +254,12 @@ def hybrid_search(driver: Any, database: str, text: str, embedder: Embedder | No
     depth = max(depth, limit)
     rankings: dict[str, list[SearchHit]] = {}
     if method in ("hybrid", "fulltext"):
-        rankings["fulltext"] = fulltext_search(driver, database, text, depth if method == "hybrid" else limit, kind)
+        rankings["fulltext"] = fulltext_search(driver, database, text, depth if method == "hybrid" else limit,
+                                               kind, limits)
     if method in ("hybrid", "vector") and (embedder is not None or embedding is not None):
         vec = embedding if embedding is not None else embedder.embed([text])[0]  # type: ignore[union-attr]
         rankings["vector"] = vector_search_by_embedding(
-            driver, database, vec, depth if method == "hybrid" else limit, kind)
+            driver, database, vec, depth if method == "hybrid" else limit, kind, limits)
     if method != "hybrid":
         return [SearchHit(**{**h.__dict__, "ranks": {method: i}}) for i, h in
                 enumerate(rankings.get(method, []), 1)][:limit]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Sequence
 
+from ..services.access import UNBOUNDED, run_autocommit, run_read, run_write
 from .graph_schema import ENTITY_TYPES, STATEMENT_TYPES
 
 WRITE_BATCH = 500
@@ -21,17 +22,13 @@ def _batches(rows: Sequence[Any], size: int = WRITE_BATCH) -> Iterable[Sequence[
         yield rows[start:start + size]
 
 
-def _session(driver: Any, database: str) -> Any:
-    # "label does not exist" and similar notices on a young graph are expected: keep logs quiet
-    return driver.session(database=database, notifications_min_severity="OFF")
-
-
 def _run(driver: Any, database: str, query: str, params: dict[str, Any], write: bool) -> list[dict[str, Any]]:
-    def work(tx: Any) -> list[dict[str, Any]]:
-        return [record.data() for record in tx.run(query, params)]
-
-    with _session(driver, database) as session:
-        return session.execute_write(work) if write else session.execute_read(work)
+    """Ingest's way to the graph is the product's one way (services/access.py); its reads are
+    its own graph, read whole (no row cap, no timeout)."""
+    if write:
+        return list(run_write(driver, database, query, params))
+    return list(run_read(driver, database, query, params, timeout_s=UNBOUNDED.timeout_s,
+                         max_rows=UNBOUNDED.max_rows))
 
 
 def _write(driver: Any, database: str, query: str, rows: Sequence[Any], **params: Any) -> None:
@@ -66,10 +63,8 @@ def write_marker(driver: Any, database: str, key: str, report: dict[str, Any], s
 def reset_graph(driver: Any, database: str) -> None:
     """Remove what an earlier (other or unfinished) ingest left; other nodes are not touched."""
     where = " OR ".join(f"n:{label}" for label in OWN_LABELS)
-    with _session(driver, database) as session:
-        session.run(
-            f"MATCH (n) WHERE {where} CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
-        ).consume()
+    run_autocommit(driver, database,
+                   f"MATCH (n) WHERE {where} CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS")
 
 
 # -- structure: sessions, messages, chunks ---------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
 from .names import lookup_forms
+from ..services.access import AGENT_READS, ReadLimits, run_read
 from .search import Embedder, SearchHit, _id_key, _iso, _read, fulltext_search, hybrid_search
 
 CUT_MARKER = "…[cut: {n} more characters]"
@@ -35,8 +36,8 @@ class ToolLimits:
     max_search_hits: int = 25
     max_statements: int = 60
     max_entities: int = 3
-    cypher_timeout_s: float = 10.0
-    cypher_max_rows: int = 50
+    reads: ReadLimits = AGENT_READS  # every read of every tool: timeout and row cap
+    cypher_max_rows: int = 50  # the Cypher tool shows fewer rows than the others may read
     cypher_value_chars: int = 500
 
 
@@ -226,8 +227,16 @@ class ToolBox:
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    def _limits(self) -> ReadLimits:
+        """The agent's read limits, the timeout shortened to what is left of the question's time."""
+        timeout = self.limits.reads.timeout_s
+        left = self._deadline() if self._deadline else None
+        if left is not None and timeout is not None:
+            timeout = max(1.0, min(timeout, left))
+        return ReadLimits(timeout_s=timeout, max_rows=self.limits.reads.max_rows)
+
     def _read(self, cypher: str, params: dict[str, Any]) -> list[Any]:
-        return _read(self.driver, self.database, cypher, params)
+        return _read(self.driver, self.database, cypher, params, self._limits())
 
     def _session_dates(self) -> dict[int, str | None]:
         if self._dates is None:
@@ -302,7 +311,8 @@ class ToolBox:
         kind = args.get("kind") or "any"
         if kind not in ("any", "messages", "statements"):
             raise ToolArgumentError("argument 'kind' must be 'any', 'messages' or 'statements'")
-        hits = hybrid_search(self.driver, self.database, query, self.embedder, limit=limit, kind=kind)
+        hits = hybrid_search(self.driver, self.database, query, self.embedder, limit=limit, kind=kind,
+                             limits=self._limits())
         items = [self._hit_item(rank, h) for rank, h in enumerate(hits, 1)]
         text, shown = _bounded({"query": query}, items, self.limits.max_result_chars)
         if not items:
@@ -383,7 +393,7 @@ class ToolBox:
             statements = self._statements("EXISTS { (s)-[:ABOUT]->(e:Entity) WHERE e.id IN $eids }",
                                           {"eids": eids})
         else:  # no entity of that name: the statements whose text matches best
-            hits = fulltext_search(self.driver, self.database, topic, 30, kind="statements")
+            hits = fulltext_search(self.driver, self.database, topic, 30, "statements", self._limits())
             sids = [h.id for h in hits]
             statements = self._statements("s.id IN $sids", {"sids": sids}) if sids else []
         events = self._events(eids, [s["statement_id"] for s in statements])
@@ -443,7 +453,7 @@ class ToolBox:
         if topic is None:
             items = self._statements(rule_filter, {})
         else:
-            hits = fulltext_search(self.driver, self.database, topic, 30, kind="statements")
+            hits = fulltext_search(self.driver, self.database, topic, 30, "statements", self._limits())
             sids = [h.id for h in hits]
             items = self._statements(
                 rule_filter + " AND (s.id IN $sids OR EXISTS { (s)-[:TRIGGERED_BY]->(t:Topic) "
@@ -534,7 +544,7 @@ class ToolBox:
             "name": "cypher",
             "description": (
                 "Run one read-only Cypher query on the graph (writes are refused by the database). "
-                f"At most {self.limits.cypher_max_rows} rows; {self.limits.cypher_timeout_s:g} s timeout. "
+                f"At most {self.limits.cypher_max_rows} rows; {self.limits.reads.timeout_s:g} s timeout. "
                 "Schema: (:Session {number, date}); (:Message {id, role, text, order, session})"
                 "-[:IN_SESSION]->(:Session); (:Statement:Fact|Instruction|Preference|Measure {id, text, "
                 "subject, value, unit, session, superseded, superseded_in_session})-[:FROM_MESSAGE]->"
@@ -555,12 +565,8 @@ class ToolBox:
         query = _arg_str(args, "query", max_len=5000)
         if re.search(r"\bLOAD\s+CSV\b", query, re.IGNORECASE):
             return ToolResult("Cypher error: LOAD CSV is not allowed here.", is_error=True)
-        timeout = self.limits.cypher_timeout_s
-        left = self._deadline() if self._deadline else None
-        if left is not None:
-            timeout = max(1.0, min(timeout, left))
         try:
-            rows = run_read(self.driver, self.database, query, {}, timeout_s=timeout,
+            rows = run_read(self.driver, self.database, query, {}, timeout_s=self._limits().timeout_s,
                             max_rows=self.limits.cypher_max_rows)
         except Exception as exc:  # noqa: BLE001 - classified below
             if not _is_query_error(exc):
@@ -578,14 +584,6 @@ class ToolBox:
 
 
 # --- Cypher tool plumbing ---------------------------------------------------------------------
-
-def run_read(driver: Any, database: str, query: str, params: dict[str, Any], *, timeout_s: float,
-             max_rows: int) -> Any:
-    """The services room's READ-transaction runner (the server refuses writes)."""
-    from ..services.access import run_read as services_run_read
-
-    return services_run_read(driver, database, query, params, timeout_s=timeout_s, max_rows=max_rows)
-
 
 def _is_query_error(exc: BaseException) -> bool:
     """A mistake in the agent's query (syntax, a refused write, a timeout) rather than a fault

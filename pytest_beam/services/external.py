@@ -35,7 +35,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from .access import open_driver
+from .access import open_driver, run_autocommit, run_read, run_write
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
@@ -103,9 +103,7 @@ class ExternalNeo4jProvider(Neo4jProvider):
         """True for Enterprise/Aura (CREATE DATABASE works), False for Community."""
         with self._lock:
             if self._multi is None:
-                records, _, _ = driver.execute_query(
-                    "CALL dbms.components() YIELD edition RETURN edition", database_="system"
-                )
+                records = run_autocommit(driver, "system", "CALL dbms.components() YIELD edition RETURN edition")
                 edition = (records[0]["edition"] if records else "community") or "community"
                 self._multi = edition.lower() != "community"
             return self._multi
@@ -152,14 +150,10 @@ class ExternalNeo4jService(Neo4jService):
                 driver.verify_connectivity()
                 if p.multi_database(driver):
                     database = database_name_for(self.label)
-                    driver.execute_query(
-                        f"CREATE DATABASE `{database}` IF NOT EXISTS WAIT {int(p.timeout_s)} SECONDS",
-                        database_="system",
-                    )
+                    run_autocommit(driver, "system",
+                                   f"CREATE DATABASE `{database}` IF NOT EXISTS WAIT {int(p.timeout_s)} SECONDS")
                 else:
-                    records, _, _ = driver.execute_query(
-                        "SHOW DEFAULT DATABASE YIELD name RETURN name", database_="system"
-                    )
+                    records = run_autocommit(driver, "system", "SHOW DEFAULT DATABASE YIELD name RETURN name")
                     database = records[0]["name"] if records else "neo4j"
                 p._acquire(database, self.label)
                 acquired = database
@@ -190,15 +184,11 @@ class ExternalNeo4jService(Neo4jService):
         """Own the database: reuse our marker, or write one into an empty database; refuse a
         database that holds anything without our marker."""
         d, db = self._driver, self.database
-        owners, _, _ = d.execute_query(
-            f"MATCH (o:{MARKER_LABEL}) RETURN o.token AS token LIMIT 1", database_=db
-        )
+        owners = run_read(d, db, f"MATCH (o:{MARKER_LABEL}) RETURN o.token AS token LIMIT 1", {})
         if owners and owners[0]["token"]:
             token = owners[0]["token"]
-            d.execute_query(
-                f"MATCH (o:{MARKER_LABEL} {{token: $token}}) SET o.label = $label, o.claimed_at = datetime()",
-                token=token, label=self.label, database_=db,
-            )  # fmt: skip
+            run_write(d, db, f"MATCH (o:{MARKER_LABEL} {{token: $token}}) SET o.label = $label, "
+                      "o.claimed_at = datetime()", {"token": token, "label": self.label})
             return token
         foreign = self._foreign_content()
         if foreign:
@@ -211,16 +201,13 @@ class ExternalNeo4jService(Neo4jService):
                 label=self.label,
             )
         token = secrets.token_hex(16)
-        d.execute_query(
-            f"CREATE (:{MARKER_LABEL} {{token: $token, label: $label, created_by: 'pytest-beam', "
-            "created_at: datetime(), claimed_at: datetime()})",
-            token=token, label=self.label, database_=db,
-        )  # fmt: skip
+        run_write(d, db, f"CREATE (:{MARKER_LABEL} {{token: $token, label: $label, created_by: 'pytest-beam', "
+                  "created_at: datetime(), claimed_at: datetime()})", {"token": token, "label": self.label})
         return token
 
     def _foreign_content(self) -> str:
         d, db = self._driver, self.database
-        nodes, _, _ = d.execute_query("MATCH (n) RETURN count(n) AS c", database_=db)
+        nodes = run_read(d, db, "MATCH (n) RETURN count(n) AS c", {})
         if nodes and nodes[0]["c"]:
             return f"{nodes[0]['c']} nodes"
         schema = self._schema_items()
@@ -230,12 +217,9 @@ class ExternalNeo4jService(Neo4jService):
 
     def _schema_items(self) -> list[tuple[str, str]]:
         d, db = self._driver, self.database
-        cons, _, _ = d.execute_query("SHOW CONSTRAINTS YIELD name RETURN name", database_=db)
-        idx, _, _ = d.execute_query(
-            "SHOW INDEXES YIELD name, type, owningConstraint "
-            "WHERE type <> 'LOOKUP' AND owningConstraint IS NULL RETURN name",
-            database_=db,
-        )
+        cons = run_autocommit(d, db, "SHOW CONSTRAINTS YIELD name RETURN name")
+        idx = run_autocommit(d, db, "SHOW INDEXES YIELD name, type, owningConstraint "
+                             "WHERE type <> 'LOOKUP' AND owningConstraint IS NULL RETURN name")
         return [("CONSTRAINT", r["name"]) for r in cons] + [("INDEX", r["name"]) for r in idx]
 
     def wipe(self) -> None:
@@ -245,20 +229,16 @@ class ExternalNeo4jService(Neo4jService):
             if self._driver is None or self.token is None:
                 raise Neo4jServiceError("wipe() before start()", label=self.label)
             d, db = self._driver, self.database
-            mine, _, _ = d.execute_query(
-                f"MATCH (o:{MARKER_LABEL} {{token: $token}}) RETURN count(o) AS c", token=self.token, database_=db
-            )
+            mine = run_read(d, db, f"MATCH (o:{MARKER_LABEL} {{token: $token}}) RETURN count(o) AS c",
+                            {"token": self.token})
             if not mine or not mine[0]["c"]:
                 raise Neo4jServiceError(
                     f"Refusing to wipe {db!r}: its (:{MARKER_LABEL}) marker is gone.", label=self.label
                 )
-            with d.session(database=db) as session:  # CALL {} IN TRANSACTIONS needs auto-commit
-                session.run(
-                    f"MATCH (n) WHERE NOT n:{MARKER_LABEL} "
-                    "CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
-                ).consume()
+            run_autocommit(d, db, f"MATCH (n) WHERE NOT n:{MARKER_LABEL} "  # IN TRANSACTIONS: auto-commit
+                           "CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
             for kind, name in self._schema_items():
-                d.execute_query(f"DROP {kind} `{name}` IF EXISTS", database_=db)
+                run_autocommit(d, db, f"DROP {kind} `{name}` IF EXISTS")
 
     def stop(self) -> None:
         with self._lock:

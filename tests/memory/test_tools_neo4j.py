@@ -8,6 +8,7 @@ import pytest
 
 from pytest_beam.memory.search import hybrid_search
 from pytest_beam.memory.tools import CUT_MARKER, ToolBox, ToolLimits
+from pytest_beam.services.access import ReadLimits
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, LONG_MESSAGE_ID, count_graph
 
@@ -145,7 +146,7 @@ def test_cypher_reads_caps_rows_and_returns_errors_as_text(box, graph):
 
 def test_cypher_timeout_is_enforced(graph, embedder):
     driver, database = graph
-    box = ToolBox(driver, database, embedder, ToolLimits(cypher_timeout_s=1.0))
+    box = ToolBox(driver, database, embedder, ToolLimits(reads=ReadLimits(timeout_s=1.0, max_rows=100)))
     result = box.call("cypher", {"query": "UNWIND range(1, 1000000000) AS x WITH x WHERE x < 0 RETURN count(x)"})
     assert result.is_error and "took too long" in result.text and "TimedOut" in result.text, result.text
 
