@@ -116,7 +116,7 @@ class SearchHit:
         return (self.kind, str(self.id))
 
 
-def _iso(value: Any) -> str | None:
+def iso(value: Any) -> str | None:
     if value is None:
         return None
     if hasattr(value, "iso_format"):  # neo4j.time.Date
@@ -166,23 +166,23 @@ def _rows_to_hits(rows: Iterable[Any]) -> list[SearchHit]:
         sessions = sorted(((n, d) for n, d in r["sessions"] if n is not None), key=lambda x: x[0])
         session, date = sessions[0] if sessions else (r["node_session"], None)
         hits.append(SearchHit(
-            kind=kind, id=r["id"], text=r["text"] or "", session=session, date=_iso(date),
+            kind=kind, id=r["id"], text=r["text"] or "", session=session, date=iso(date),
             message_ids=mids, role=r["role"], order=r["ord"], statement_type=r["stype"],
             superseded=(bool(r["superseded"]) if kind == "statement" else None),
             score=float(r["score"]),
         ))
     # Stable order: score (rounded so float noise cannot reorder), then kind, then id.
-    hits.sort(key=lambda h: (-round(h.score, 6), h.kind, _id_key(h.id)))
+    hits.sort(key=lambda h: (-round(h.score, 6), h.kind, id_key(h.id)))
     for rank, hit in enumerate(hits, 1):
         hit.ranks = {"self": rank}
     return hits
 
 
-def _id_key(value: Any) -> tuple[int, Any]:
+def id_key(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int) else (1, str(value))
 
 
-def _read(driver: Any, database: str, cypher: str, params: dict[str, Any],
+def read_graph(driver: Any, database: str, cypher: str, params: dict[str, Any],
           limits: ReadLimits = AGENT_READS) -> list[Any]:
     """Every search read goes the agent's way to the graph: READ mode, timeout, row cap, and a
     dead server raised as ``Neo4jServiceDown`` naming the conversation."""
@@ -195,14 +195,14 @@ def fulltext_search(driver: Any, database: str, text: str, depth: int, kind: str
     if not query:
         return []
     cypher = FULLTEXT_CYPHER.replace("{filter}", _KIND_FILTER[kind])
-    rows = _read(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)}, limits)
+    rows = read_graph(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)}, limits)
     return _rows_to_hits(rows)
 
 
 def vector_search_by_embedding(driver: Any, database: str, embedding: Sequence[float], depth: int,
                                kind: str = "any", limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     cypher = VECTOR_CYPHER.replace("{filter}", _KIND_FILTER[kind])
-    rows = _read(driver, database, cypher,
+    rows = read_graph(driver, database, cypher,
                  {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)}, limits)
     return _rows_to_hits(rows)
 
@@ -235,7 +235,7 @@ def rrf_fuse(rankings: dict[str, list[SearchHit]], rrf_k: float = DEFAULT_RRF_K,
     out = list(fused.values())
     for hit in out:
         hit.score = scores[hit.key]
-    out.sort(key=lambda h: (-round(h.score, 12), min(h.ranks.values()), h.kind, _id_key(h.id)))
+    out.sort(key=lambda h: (-round(h.score, 12), min(h.ranks.values()), h.kind, id_key(h.id)))
     return out
 
 
