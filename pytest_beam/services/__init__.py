@@ -20,7 +20,7 @@ from .access import (
     run_write,
 )
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceDown, Neo4jServiceError
-from .local import NEO4J_VERSION
+from .local_install import NEO4J_VERSION
 from .selection import select_provider
 
 __all__ = [

@@ -9,11 +9,10 @@ the signal ``auto`` uses to fall back to the local provider.
 from __future__ import annotations
 
 import secrets
-import threading
 from typing import Any
 
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
-from .local import FIX_HINT, NEO4J_VERSION
+from .local_install import FIX_HINT, NEO4J_VERSION
 
 IMAGE = f"neo4j:{NEO4J_VERSION}"
 """Pinned image, same patch as the local provider's jars."""
@@ -80,11 +79,9 @@ class DockerNeo4jProvider(Neo4jProvider):
 
 class DockerNeo4jService(Neo4jService):
     def __init__(self, provider: DockerNeo4jProvider, label: str) -> None:
+        super().__init__(label)
         self.provider = provider
-        self.label = label
         self.container: Any = None
-        self._connection: Neo4jConnection | None = None
-        self._lock = threading.RLock()
 
     def start(self) -> Neo4jConnection:
         with self._lock:

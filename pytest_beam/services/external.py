@@ -129,13 +129,11 @@ class ExternalNeo4jProvider(Neo4jProvider):
 
 class ExternalNeo4jService(Neo4jService):
     def __init__(self, provider: ExternalNeo4jProvider, label: str) -> None:
+        super().__init__(label)
         self.provider = provider
-        self.label = label
         self.database: str | None = None
         self.token: str | None = None
         self._driver: Any = None
-        self._connection: Neo4jConnection | None = None
-        self._lock = threading.RLock()
 
     def start(self) -> Neo4jConnection:
         from neo4j.exceptions import DriverError, Neo4jError
