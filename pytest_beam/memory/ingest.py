@@ -122,6 +122,7 @@ def ingest_documents(
     started = time.monotonic()
     from . import store
     from .extraction import extract_chunk, rows_of
+    from .decisions import DecisionBudget
     from .resolution import EntityResolver
     from .temporal import UpdateLinker
 
@@ -187,13 +188,12 @@ def ingest_documents(
                     pending = []
             message_texts = [message_embedding_text(m["text"]) for m in messages]
             message_vectors: list[Future] = []
-            resolver = EntityResolver(driver, database, models, entity_vectors, pool,
-                                      max_llm_pairs=config.max_llm_pairs, batch_pairs=config.batch_pairs,
-                                      max_tokens=config.resolution_max_tokens)
+            budget = DecisionBudget(max_llm_pairs=config.max_llm_pairs, batch_pairs=config.batch_pairs,
+                                    max_tokens=config.resolution_max_tokens)
+            resolver = EntityResolver(driver, database, models, pool, budget, embedder=entity_vectors)
             resolution = resolver.run(on_submitted=lambda: message_vectors.append(
                 cpu.submit(embedder.embed, message_texts)))
-            linker = UpdateLinker(driver, database, models, pool, max_llm_pairs=config.max_llm_pairs,
-                                  batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
+            linker = UpdateLinker(driver, database, models, pool, budget)
             updates = linker.run()
             entity_vectors.check()
             store.set_message_embeddings(driver, database, [

@@ -41,108 +41,90 @@ def arg_int(args: dict[str, Any], name: str, default: int | None, lo: int, hi: i
     return max(lo, min(hi, value))
 
 
+def _function(name: str, description: str, properties: dict[str, Any],
+              required: list[str] | None = None) -> dict[str, Any]:
+    """One tool in OpenAI ``tools`` format (key order fixed: the specs are part of replayed requests)."""
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if required is not None:
+        parameters["required"] = required
+    parameters["additionalProperties"] = False
+    return {"name": name, "description": description, "parameters": parameters}
+
+
 def hybrid_search_spec(limits: "ToolLimits") -> dict[str, Any]:
-    return {
-        "name": "hybrid_search",
-        "description": (
+    return _function(
+        "hybrid_search",
+        (
             "Search the whole chat by meaning and by keywords at once (full-text + vector search, "
             "fused). Searches messages and the statements extracted from them. Returns the best "
             "hits first, each with its message id(s), session number and date, and a snippet. "
             "Use read_messages afterwards for the full text of a message."),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What to look for, in natural words."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": limits.max_search_hits,
-                          "description": "How many hits to return (default 10)."},
-                "kind": {"type": "string", "enum": ["any", "messages", "statements"],
-                         "description": "Search messages, statements, or both (default any)."},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    }
+        {
+            "query": {"type": "string", "description": "What to look for, in natural words."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": limits.max_search_hits,
+                      "description": "How many hits to return (default 10)."},
+            "kind": {"type": "string", "enum": ["any", "messages", "statements"],
+                     "description": "Search messages, statements, or both (default any)."},
+        }, required=["query"])
 
 
 def entity_statements_spec(limits: "ToolLimits") -> dict[str, Any]:
-    return {
-        "name": "entity_statements",
-        "description": (
+    return _function(
+        "entity_statements",
+        (
             "Everything stated about one entity (a person, place, organization, tool, topic or "
             "event), found by name: its statements in chat order, current and superseded, each "
             "with its session and date, its message ids, and its SUPERSEDES / CONTRADICTS links. "
             "Use it to see how a fact changed over time; the newest current statement is the "
             "latest value."),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The entity's name, e.g. 'Flask' or 'my sister'."},
-            },
-            "required": ["name"],
-            "additionalProperties": False,
-        },
-    }
+        {
+            "name": {"type": "string", "description": "The entity's name, e.g. 'Flask' or 'my sister'."},
+        }, required=["name"])
 
 
 def timeline_spec(limits: "ToolLimits") -> dict[str, Any]:
-    return {
-        "name": "timeline",
-        "description": (
+    return _function(
+        "timeline",
+        (
             "A timeline for a topic or entity: the events and statements about it, ordered by "
             "session date and message order, each with its session, date and message ids. Use it "
             "for questions about order, change over time, or what happened first or last."),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "topic": {"type": "string", "description": "The topic or entity, e.g. 'job search'."},
-            },
-            "required": ["topic"],
-            "additionalProperties": False,
-        },
-    }
+        {
+            "topic": {"type": "string", "description": "The topic or entity, e.g. 'job search'."},
+        }, required=["topic"])
 
 
 def standing_rules_spec(limits: "ToolLimits") -> dict[str, Any]:
-    return {
-        "name": "standing_rules",
-        "description": (
+    return _function(
+        "standing_rules",
+        (
             "The standing rules the user set in the chat: instructions (how to answer, e.g. "
             "'always give code examples in Python') and preferences (what the user likes or "
             "dislikes). Give a topic to get the rules triggered by it, or no topic for all rules. "
             "The rules must be followed in the answer; a superseded rule no longer applies."),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "topic": {"type": "string", "description": "The topic of the question (optional)."},
-            },
-            "additionalProperties": False,
-        },
-    }
+        {
+            "topic": {"type": "string", "description": "The topic of the question (optional)."},
+        })
 
 
 def read_messages_spec(limits: "ToolLimits") -> dict[str, Any]:
-    return {
-        "name": "read_messages",
-        "description": (
+    return _function(
+        "read_messages",
+        (
             "The exact text of messages, by id (a list) or by an id range (from_id..to_id, "
             f"inclusive), at most {limits.max_messages} messages per call, each with its role, "
             "session and date. Very long messages are cut with a marker."),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "ids": {"type": "array", "items": {"type": "integer"}, "description": "Message ids."},
-                "from_id": {"type": "integer", "description": "First id of a range."},
-                "to_id": {"type": "integer", "description": "Last id of a range (inclusive)."},
-            },
-            "additionalProperties": False,
-        },
-    }
+        {
+            "ids": {"type": "array", "items": {"type": "integer"}, "description": "Message ids."},
+            "from_id": {"type": "integer", "description": "First id of a range."},
+            "to_id": {"type": "integer", "description": "Last id of a range (inclusive)."},
+        })
 
 
 def cypher_spec(limits: "ToolLimits") -> dict[str, Any]:
-    return {
-        "name": "cypher",
-        "description": (
+    return _function(
+        "cypher",
+        (
             "Run one read-only Cypher query on the graph (writes are refused by the database). "
             f"At most {limits.cypher_max_rows} rows; {limits.reads.timeout_s:g} s timeout. "
             "Schema: (:Session {number, date}); (:Message {id, role, text, order, session})"
@@ -153,13 +135,7 @@ def cypher_spec(limits: "ToolLimits") -> dict[str, Any]:
             "(a)-[:CONTRADICTS]->(b); (rule)-[:TRIGGERED_BY]->(:Topic); (:Chunk {id, index, session, "
             "message_ids})-[:CONTAINS]->(:Message); (:Entity)-[:MENTIONED_IN]->(:Chunk). "
             "Use it for counts and questions the other tools cannot express."),
-        "parameters": {
-            "type": "object",
-            "properties": {"query": {"type": "string", "description": "A read-only Cypher query."}},
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    }
+        {"query": {"type": "string", "description": "A read-only Cypher query."}}, required=["query"])
 
 
 def tool_specs(limits: "ToolLimits") -> dict[str, dict[str, Any]]:
