@@ -1,26 +1,33 @@
 """The agent's read-only Cypher tool: its query is the agent's own, so the server must bound it.
 
 The query runs through :func:`pytest_beam.services.access.run_read`: a READ transaction (the
-server refuses writes), the agent's timeout and this tool's row cap. A mistake in the query
+server refuses writes), the agent's timeout and this tool's row cap, and is planned first: a plan
+that would load CSV is refused before anything runs. A mistake in the query
 (syntax, a refused write, a timeout) comes back to the agent as text; a dead server raises.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ..services.access import run_read
+from ..services.access import QueryRefused, run_read
 from .tool_render import ToolResult, bounded, collect_message_ids, cut, plain
+
+
+#: Operators refused by plan: LoadCSV makes the server fetch a URL or read a file, whatever the
+#: query's spelling (``LOAD/**/CSV``, inside ``CALL {}``); the local server blocks it too.
+REFUSED_OPERATORS = frozenset({"LoadCSV"})
 
 
 def run_cypher_tool(driver: Any, database: str, query: str, *, timeout_s: float | None, max_rows: int,
                     max_result_chars: int, value_chars: int) -> ToolResult:
     """Run the agent's ``query`` read-only and render its rows (or its error) for the agent."""
-    if re.search(r"\bLOAD\s+CSV\b", query, re.IGNORECASE):
-        return ToolResult("Cypher error: LOAD CSV is not allowed here.", is_error=True)
     try:
-        rows = run_read(driver, database, query, {}, timeout_s=timeout_s, max_rows=max_rows)
+        rows = run_read(driver, database, query, {}, timeout_s=timeout_s, max_rows=max_rows,
+                        refuse_operators=REFUSED_OPERATORS)
+    except QueryRefused:
+        return ToolResult("Cypher error: LOAD CSV is not allowed here (this tool reads the graph only).",
+                          is_error=True)
     except Exception as exc:  # noqa: BLE001 - classified below
         if not _is_query_error(exc):
             raise
@@ -55,6 +62,8 @@ def _cypher_error_text(exc: BaseException) -> str:
         hint = " (this tool is read-only: writes are refused)"
     elif "timedout" in str(code).lower() or "timeout" in str(code).lower() or "terminated" in message.lower():
         hint = " (the query took too long; make it more selective)"
+    elif "outofmemory" in str(code).lower() or "memory" in message.lower():
+        hint = " (the query needs more memory than the server allows; make it more selective)"
     else:
         hint = ""
     return cut(f"Cypher error{hint}: {code}: {message}", 1500)

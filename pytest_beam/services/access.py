@@ -76,6 +76,25 @@ AGENT_READS = ReadLimits(timeout_s=10.0, max_rows=10_000)
 UNBOUNDED = ReadLimits(timeout_s=None, max_rows=None)
 
 
+class QueryRefused(Exception):
+    """The server's plan of a query holds an operator the caller refused (``LoadCSV`` for the
+    agent's Cypher): the query was planned (``EXPLAIN``), never run."""
+
+    def __init__(self, operators: set[str]) -> None:
+        super().__init__(f"the query plan uses {', '.join(sorted(operators))}, which is not allowed here")
+        self.operators = operators
+
+
+def _operators(plan: Any) -> set[str]:
+    """Every operator name in a plan tree from the driver (``LoadCSV@neo4j`` -> ``LoadCSV``)."""
+    if not plan:
+        return set()
+    found = {str(plan.get("operatorType", "")).split("@")[0]}
+    for child in plan.get("children") or ():
+        found |= _operators(child)
+    return found
+
+
 class ReadResult(list):
     """The rows of :func:`run_read` (a ``list`` of ``dict``) plus ``truncated``: True when the
     query had more than ``max_rows`` rows and the rest were dropped."""
@@ -112,11 +131,14 @@ def run_read(
     *,
     timeout_s: float | None = 10.0,
     max_rows: int | None = 1000,
+    refuse_operators: frozenset[str] = frozenset(),
 ) -> ReadResult:
     """Run ``cypher`` in a READ transaction; the server refuses writes and stops it after
     ``timeout_s``. Returns at most ``max_rows`` rows as dicts (``.truncated`` says if cut;
     ``None``: no cap). The server's notifications are off: a young graph warns about labels
-    it has not seen yet, which is expected."""
+    it has not seen yet, which is expected. With ``refuse_operators`` the query is first planned
+    (``EXPLAIN``, in the same transaction) and :class:`QueryRefused` raised, without running it,
+    when the plan holds one of them: what the server would do decides, not how it is spelled."""
     import neo4j
 
     if max_rows is not None and max_rows < 0:
@@ -124,6 +146,10 @@ def run_read(
 
     @neo4j.unit_of_work(timeout=timeout_s)
     def work(tx: "neo4j.ManagedTransaction") -> ReadResult:
+        if refuse_operators:
+            planned = _operators(tx.run("EXPLAIN " + cypher, dict(params or {})).consume().plan)
+            if planned & refuse_operators:
+                raise QueryRefused(planned & refuse_operators)
         result = tx.run(cypher, dict(params or {}))
         rows: list[dict[str, Any]] = []
         truncated = False

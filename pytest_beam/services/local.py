@@ -231,7 +231,7 @@ class LocalNeo4jService(Neo4jService):
 
     def _write_conf(self) -> None:
         assert self.home is not None and self.port is not None
-        settings = server_settings(self.home, self.port, self.provider.pagecache)
+        settings = server_settings(self.home, self.port, self.provider.pagecache, self.provider.heap)
         (self.home / "conf" / "neo4j.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 
     def _launch(self, java: str, classpath: list[str]) -> None:
