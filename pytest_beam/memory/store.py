@@ -7,14 +7,13 @@ duplicate is copied to the kept node explicitly, then the duplicate is `DETACH D
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Sequence
 
 from ..services.access import UNBOUNDED, run_autocommit, run_read, run_write
 from .graph_schema import ENTITY_TYPES, STATEMENT_TYPES
 
 WRITE_BATCH = 500
-OWN_LABELS = ("Session", "Message", "Chunk", "Entity", "Statement", "IngestMarker")
+OWN_LABELS = ("Session", "Message", "Chunk", "Entity", "Statement")
 
 
 def _batches(rows: Sequence[Any], size: int = WRITE_BATCH) -> Iterable[Sequence[Any]]:
@@ -40,25 +39,7 @@ def _read(driver: Any, database: str, query: str, **params: Any) -> list[dict[st
     return _run(driver, database, query, params, write=False)
 
 
-# -- the ingest cache ------------------------------------------------------------------------------
-
-def find_marker(driver: Any, database: str, key: str) -> dict[str, Any] | None:
-    rows = _read(driver, database, "MATCH (k:IngestMarker {key: $key}) RETURN k.report AS report", key=key)
-    if not rows:
-        return None
-    try:
-        return json.loads(rows[0]["report"] or "{}")
-    except (TypeError, ValueError):
-        return None
-
-
-def write_marker(driver: Any, database: str, key: str, report: dict[str, Any], settings: dict[str, Any]) -> None:
-    _run(driver, database,
-         "MERGE (k:IngestMarker {key: $key}) SET k.report = $report, k.settings = $settings, "
-         "k.written_at = datetime()",
-         {"key": key, "report": json.dumps(report, sort_keys=True),
-          "settings": json.dumps(settings, sort_keys=True)}, write=True)
-
+# -- reset -------------------------------------------------------------------------------------------
 
 def reset_graph(driver: Any, database: str) -> None:
     """Remove what an earlier (other or unfinished) ingest left; other nodes are not touched."""
@@ -186,7 +167,7 @@ def load_entities(driver: Any, database: str, entity_types: Sequence[str]) -> di
 
 
 def set_message_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
-    """rows: id, embedding — computed while extraction runs, written before the marker."""
+    """rows: id, embedding — computed while extraction runs, written last."""
     _write(driver, database, """
         UNWIND $rows AS row
         MATCH (m:Message {id: row.id})

@@ -39,11 +39,6 @@ def _get_encoding():
     return _encoding
 
 
-def tokenizer_name() -> str:
-    """Part of the ingest cache key: chunk boundaries depend on it."""
-    return ENCODING_NAME
-
-
 def count_tokens(text: str) -> int:
     if not text:
         return 0

@@ -7,8 +7,8 @@ Isolation it gives
 * **Enterprise / Aura** (several databases per server): one database per conversation,
   ``beam-<label>`` (``CREATE DATABASE ... IF NOT EXISTS``; Neo4j 5 database names allow letters,
   digits, dots and dashes, not underscores). Conversations do not see each other's graphs.
-  The databases are left in place at stop (drop them with ``DROP DATABASE `beam-conv17```), so
-  a later run can reuse an ingested graph when the memory layer's ingest marker matches.
+  The databases are left in place at stop (drop them with ``DROP DATABASE `beam-conv17```); a
+  later run wipes and rebuilds them (no graph is reused between runs).
 * **Community** (one user database): every conversation uses the default database, so there is
   no isolation between conversations. One conversation at a time per server: this process
   refuses a second concurrent service on the same database, and other processes (xdist workers,
@@ -21,9 +21,8 @@ The plugin only ever wipes a database it owns. It owns one when it finds its mar
 ``(:BeamOwner {token, label})`` in it; it writes that marker when it claims a database that is
 completely empty (no nodes, no constraints, no indexes other than Neo4j's built-in lookup
 indexes). A database with data or schema but no marker is someone else's: :meth:`start` raises
-:class:`Neo4jServiceError` and touches nothing. With ``fresh=True`` (default), ``start`` wipes
-an owned database (all nodes but the marker, all constraints and indexes) so every run starts
-from an empty graph; with ``fresh=False`` it keeps the graph (for an ingest cache).
+:class:`Neo4jServiceError` and touches nothing. ``start`` wipes an owned database (all nodes but
+the marker, all constraints and indexes) so every run starts from an empty graph.
 """
 
 from __future__ import annotations
@@ -68,7 +67,6 @@ class ExternalNeo4jProvider(Neo4jProvider):
         *,
         user: str | None = None,
         password: str | None = None,
-        fresh: bool = True,
         multi_database: bool | None = None,
         timeout_s: float = 60.0,
     ) -> None:
@@ -83,7 +81,6 @@ class ExternalNeo4jProvider(Neo4jProvider):
                 "(and the user in BEAM_NEO4J_USER, default neo4j)."
             )
         self.password = pw
-        self.fresh = fresh
         self.timeout_s = timeout_s
         self._multi = multi_database
         self._active: set[str] = set()
@@ -158,8 +155,7 @@ class ExternalNeo4jService(Neo4jService):
                 self.database = database
                 self._driver = driver
                 self.token = self._claim()
-                if p.fresh:
-                    self.wipe()
+                self.wipe()
             except Neo4jServiceError:
                 self._abort(driver, acquired)
                 raise
