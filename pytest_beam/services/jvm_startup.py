@@ -24,10 +24,9 @@ import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..files import atomic_write
-from ._process import pid_exists
 
 _SIGNATURE = re.compile(r"META-INF/[^/]+\.(SF|RSA|DSA|EC)")
 
@@ -82,7 +81,7 @@ class ClassDataArchive:
     options: tuple[str, ...]
     writing: Path | None = None  # the archive this JVM writes at exit, moved into place after
     final: Path | None = None
-    lock: Path | None = None
+    lock: Any = None  # the held filelock of the writer
 
     def finish(self) -> None:
         """After the JVM exited: publish the archive it wrote, if it wrote one; release the lock."""
@@ -95,27 +94,23 @@ class ClassDataArchive:
                 self.writing.unlink(missing_ok=True)  # killed, not stopped: no archive this time
         finally:
             if self.lock is not None:
-                self.lock.unlink(missing_ok=True)
+                self.lock.release()
+                self.lock = None
             self.writing = None
 
 
-def _take_lock(lock: Path) -> bool:
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                holder = int(lock.read_text().strip() or "0")
-            except (OSError, ValueError):
-                holder = 0
-            if holder and pid_exists(holder):
-                return False
-            lock.unlink(missing_ok=True)  # left by a process that is gone: take it over
-            continue
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(os.getpid()))
-        return True
-    return False
+def _try_lock(path: Path) -> Any | None:
+    """The held lock on ``path`` (a ``filelock`` lock, like every build lock of pytest-beam), or
+    None when another JVM holds it. The kernel releases it when its process dies, so a killed
+    writer never blocks the archive."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return None
+    return lock
 
 
 def class_data_archive(java: str, classpath: Sequence[str], jvm_options: Sequence[str], cache: Path) -> ClassDataArchive:
@@ -130,8 +125,8 @@ def class_data_archive(java: str, classpath: Sequence[str], jvm_options: Sequenc
     if final.is_file() and final.stat().st_size > 0:
         return ClassDataArchive(options=(f"-XX:SharedArchiveFile={final}",))
     cache.mkdir(parents=True, exist_ok=True)
-    lock = cache / f"classes-{key}.lock"
-    if not _take_lock(lock):
+    lock = _try_lock(cache / f"classes-{key}.lock")
+    if lock is None:
         return ClassDataArchive(options=())  # another JVM is writing it right now
     writing = cache / f"classes-{key}.{os.getpid()}.tmp"  # one writer per process: the lock
     return ClassDataArchive(options=(f"-XX:ArchiveClassesAtExit={writing}",), writing=writing, final=final, lock=lock)
