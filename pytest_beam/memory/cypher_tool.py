@@ -24,7 +24,7 @@ def run_cypher_tool(driver: Any, database: str, query: str, *, timeout_s: float 
     """Run the agent's ``query`` read-only and render its rows (or its error) for the agent."""
     try:
         rows = run_read(driver, database, query, {}, timeout_s=timeout_s, max_rows=max_rows,
-                        refuse_operators=REFUSED_OPERATORS)
+                        refuse_operators=REFUSED_OPERATORS, retry=False)
     except QueryRefused:
         return ToolResult("Cypher error: LOAD CSV is not allowed here (this tool reads the graph only).",
                           is_error=True)

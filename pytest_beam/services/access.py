@@ -132,13 +132,16 @@ def run_read(
     timeout_s: float | None = 10.0,
     max_rows: int | None = 1000,
     refuse_operators: frozenset[str] = frozenset(),
+    retry: bool = True,
 ) -> ReadResult:
     """Run ``cypher`` in a READ transaction; the server refuses writes and stops it after
     ``timeout_s``. Returns at most ``max_rows`` rows as dicts (``.truncated`` says if cut;
     ``None``: no cap). The server's notifications are off: a young graph warns about labels
     it has not seen yet, which is expected. With ``refuse_operators`` the query is first planned
     (``EXPLAIN``, in the same transaction) and :class:`QueryRefused` raised, without running it,
-    when the plan holds one of them: what the server would do decides, not how it is spelled."""
+    when the plan holds one of them: what the server would do decides, not how it is spelled.
+    ``retry=False`` runs it once (the agent's own queries: a query that ran out of memory is a
+    transient error to the driver, and running it again would only fill the heap again)."""
     import neo4j
 
     if max_rows is not None and max_rows < 0:
@@ -167,7 +170,10 @@ def run_read(
             fetch_size=1000 if max_rows is None else max(1, min(max_rows + 1, 1000)),
             notifications_min_severity="OFF",
         ) as session:
-            return session.execute_read(work)
+            if retry:
+                return session.execute_read(work)
+            with session.begin_transaction(timeout=timeout_s) as tx:
+                return work(tx)
     except _service_failures() as exc:
         raise _down_error(driver, database, exc) from exc
 
