@@ -21,7 +21,7 @@ fi
 
 if "$py" - <<'PY'
 import sys
-from pytest_beam.services.local import cached_classpath, neo4j_home_jars
+from pytest_beam.services.local_install import cached_classpath, neo4j_home_jars
 sys.exit(0 if (neo4j_home_jars() or cached_classpath()) else 1)
 PY
 then

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_beam.services import open_driver, run_read, run_write  # noqa: E402
 from pytest_beam.services._process import pid_exists  # noqa: E402
-from pytest_beam.services.local import NEO4J_VERSION, LocalNeo4jProvider  # noqa: E402
+from pytest_beam.services.local import LocalNeo4jProvider  # noqa: E402
+from pytest_beam.services.local_install import NEO4J_VERSION  # noqa: E402
 
 MERGE = "UNWIND $rows AS r MERGE (n:Node {id: r.id}) SET n.v = r.v"
 

@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO))
 from pytest_beam.data.sets import load_set  # noqa: E402
 from pytest_beam.memory import search  # noqa: E402
 from pytest_beam.memory.graph_schema import install_schema  # noqa: E402
+from pytest_beam.services.access import run_write  # noqa: E402
 
 KS = (5, 10, 20)
 METHODS = ("hybrid", "fulltext", "vector")
@@ -99,25 +100,25 @@ def load_conversation(driver: Any, database: str, documents: Any, embedder: Any,
     for row, vec in zip(rows, vectors):
         row["embedding"] = vec
         row["order"] = row["id"]
-    driver.execute_query("UNWIND $rows AS r MERGE (:Session {number: r.number, date: r.date})",
-                         {"rows": sessions}, database_=database)
+    run_write(driver, database, "UNWIND $rows AS r MERGE (:Session {number: r.number, date: r.date})",
+              {"rows": sessions})
     for start in range(0, len(rows), 200):
-        driver.execute_query(
+        run_write(
+            driver, database,
             """
             UNWIND $rows AS r
             MATCH (s:Session {number: r.session})
             CREATE (m:Message:Searchable {id: r.id, role: r.role, text: r.text, order: r.order,
                                           session: r.session, embedding: r.embedding})
             CREATE (m)-[:IN_SESSION]->(s)
-            """, {"rows": rows[start:start + 200]}, database_=database)
-    driver.execute_query("CALL db.awaitIndexes(300)", database_=database)
+            """, {"rows": rows[start:start + 200]})
+    run_write(driver, database, "CALL db.awaitIndexes(300)")
     return len(rows)
 
 
 def _clear(driver: Any, database: str) -> None:
     while True:
-        records, _, _ = driver.execute_query(
-            "MATCH (n) WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS c", database_=database)
+        records = run_write(driver, database, "MATCH (n) WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS c")
         if records[0]["c"] == 0:
             return
 

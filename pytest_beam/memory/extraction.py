@@ -13,7 +13,7 @@ from .chunking import Chunk
 from .extraction_schema import Extraction
 from .graph_schema import RULE_TYPES
 from .prompts_ingest import extraction_messages
-from .resolution import normalise_name
+from .names import normalise_name
 
 
 @dataclass

@@ -11,7 +11,6 @@ Nodes
       date})                                        date: an Event's stated date, as said
   (:Statement:Searchable:<Fact|Instruction|Preference|Measure> {id, text, subject, value, unit,
       session, superseded, superseded_in_session, embedding})
-  (:IngestMarker {key, ...})                        the ingest cache
 Relationships
   (Message)-[:IN_SESSION]->(Session)     (Chunk)-[:CONTAINS]->(Message)
   (Statement)-[:FROM_MESSAGE]->(Message) (Statement)-[:STATED_IN]->(Session)
@@ -28,8 +27,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import neo4j
 
-SCHEMA_VERSION = 1
-
 ENTITY_TYPES: tuple[str, ...] = ("Person", "Place", "Organization", "Tool", "Topic", "Event")
 STATEMENT_TYPES: tuple[str, ...] = ("Fact", "Instruction", "Preference", "Measure")
 RULE_TYPES: tuple[str, ...] = ("Instruction", "Preference")
@@ -43,7 +40,6 @@ CONSTRAINTS: tuple[str, ...] = (
     "CREATE CONSTRAINT chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
     "CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
     "CREATE CONSTRAINT statement_id IF NOT EXISTS FOR (s:Statement) REQUIRE s.id IS UNIQUE",
-    "CREATE CONSTRAINT ingest_marker_key IF NOT EXISTS FOR (k:IngestMarker) REQUIRE k.key IS UNIQUE",
 )
 
 INDEXES: tuple[str, ...] = (
@@ -63,6 +59,8 @@ def vector_index_statement(dimensions: int) -> str:
 def install_schema(driver: neo4j.Driver, database: str, embedding_dimensions: int,
                    timeout_s: float = 60.0) -> None:
     """Create constraints and indexes, then wait until every index is online."""
+    from ..services.access import run_write
+
     for statement in (*CONSTRAINTS, *INDEXES, vector_index_statement(embedding_dimensions)):
-        driver.execute_query(statement, database_=database)
-    driver.execute_query(f"CALL db.awaitIndexes({int(timeout_s)})", database_=database)
+        run_write(driver, database, statement)
+    run_write(driver, database, f"CALL db.awaitIndexes({int(timeout_s)})")

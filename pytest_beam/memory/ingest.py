@@ -2,25 +2,24 @@
 
     report = ingest_documents(driver, database, documents, models, embedder, IngestConfig())
 
-Steps: cache check -> schema -> sessions, messages (embedded), chunks -> extraction per chunk,
-concurrently -> entity resolution -> updates over time (SUPERSEDES / CONTRADICTS) -> stats ->
-the IngestMarker, written last so that a partial ingest is never taken for a finished one.
+Steps: schema -> sessions, messages (embedded), chunks -> extraction per chunk, concurrently ->
+entity resolution -> updates over time (SUPERSEDES / CONTRADICTS) -> stats. Every run builds
+its graph: a second run pays no model call through the response cache (llm/), not through a
+kept graph (services start an empty one for each conversation).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..data.records import Document
 from ..system import IngestReport
 from .chunking import DEFAULT_CHUNK_TOKENS, Chunk, chunk_documents, document_order
-from .graph_schema import SCHEMA_VERSION, install_schema
+from .graph_schema import install_schema
 
 Progress = Callable[[int, int], None]
 
@@ -34,57 +33,7 @@ class IngestConfig:
     extraction_max_tokens: int = 2048
     resolution_max_tokens: int = 1024
     write_every: int = 16  # chunks per batched write
-    reset_graph: bool = True  # remove an earlier ingest's nodes when the marker does not match
-    extraction_model: str | None = None  # for the cache key; default: the client's model per role
-    resolution_model: str | None = None
-
-
-def _model_name(models: Any, role: str, explicit: str | None) -> str:
-    if explicit:
-        return explicit
-    roles = getattr(models, "models", None)
-    if roles is not None and hasattr(roles, "for_role"):
-        return str(roles.for_role(role))
-    return "unknown"
-
-
-def document_hash(document: Document) -> str:
-    return hashlib.sha256(document.model_dump_json().encode("utf-8")).hexdigest()
-
-
-def ingest_settings(documents: Sequence[Document], models: Any, embedder: Any, config: IngestConfig) -> dict[str, Any]:
-    """Everything the finished graph depends on: the ingest cache key is their hash."""
-    from .. import __version__
-    from .tokens import tokenizer_name
-
-    return {
-        "documents": [document_hash(d) for d in document_order(documents)],
-        "schema_version": SCHEMA_VERSION,
-        "extraction_model": _model_name(models, "extraction", config.extraction_model),
-        "resolution_model": _model_name(models, "resolution", config.resolution_model),
-        "embedder": embedder.name,
-        "message_embed_words": MESSAGE_EMBED_WORDS,
-        "chunk_tokens": config.chunk_tokens,
-        "tokenizer": tokenizer_name(),
-        "max_llm_pairs": config.max_llm_pairs,
-        "batch_pairs": config.batch_pairs,
-        "package_version": __version__,
-    }
-
-
-def ingest_key(settings: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def _report_from(stored: dict[str, Any]) -> IngestReport:
-    return IngestReport(
-        cache_hit=True, chunks=int(stored.get("chunks", 0)),
-        empty_extractions=int(stored.get("empty_extractions", 0)),
-        entities_by_type=dict(stored.get("entities_by_type", {})),
-        relations_by_type=dict(stored.get("relations_by_type", {})),
-        seconds=float(stored.get("seconds", 0.0)),
-        notes=["ingest cache hit: the graph was built by an earlier run", *stored.get("notes", [])],
-    )
+    reset_graph: bool = True  # remove what an earlier ingest into this database left
 
 
 # A message's vector is made from its first words. It is for finding the message, and a BEAM
@@ -122,14 +71,9 @@ def ingest_documents(
     started = time.monotonic()
     from . import store
     from .extraction import extract_chunk, rows_of
+    from .decisions import DecisionBudget
     from .resolution import EntityResolver
     from .temporal import UpdateLinker
-
-    settings = ingest_settings(documents, models, embedder, config)
-    key = ingest_key(settings)
-    stored = store.find_marker(driver, database, key)
-    if stored is not None:
-        return _report_from(stored)
 
     ordered = document_order(documents)
     chunks = chunk_documents(ordered, config.chunk_tokens)
@@ -141,7 +85,7 @@ def ingest_documents(
     # first; schema and structure are written while the first replies are awaited; each reply's
     # statements are embedded as it lands, and written in chunk order; entities whose text is
     # settled are embedded for resolution on a second thread. Message vectors are needed by nothing
-    # before the marker, so they are made while resolution and updates wait on the model.
+    # before the end, so they are made while resolution and updates wait on the model.
     cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed")
     entity_cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed-entities")
     with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="beam-ingest") as pool:
@@ -187,13 +131,12 @@ def ingest_documents(
                     pending = []
             message_texts = [message_embedding_text(m["text"]) for m in messages]
             message_vectors: list[Future] = []
-            resolver = EntityResolver(driver, database, models, entity_vectors, pool,
-                                      max_llm_pairs=config.max_llm_pairs, batch_pairs=config.batch_pairs,
-                                      max_tokens=config.resolution_max_tokens)
+            budget = DecisionBudget(max_llm_pairs=config.max_llm_pairs, batch_pairs=config.batch_pairs,
+                                    max_tokens=config.resolution_max_tokens)
+            resolver = EntityResolver(driver, database, models, pool, budget, embedder=entity_vectors)
             resolution = resolver.run(on_submitted=lambda: message_vectors.append(
                 cpu.submit(embedder.embed, message_texts)))
-            linker = UpdateLinker(driver, database, models, pool, max_llm_pairs=config.max_llm_pairs,
-                                  batch_pairs=config.batch_pairs, max_tokens=config.resolution_max_tokens)
+            linker = UpdateLinker(driver, database, models, pool, budget)
             updates = linker.run()
             entity_vectors.check()
             store.set_message_embeddings(driver, database, [
@@ -226,15 +169,11 @@ def ingest_documents(
         notes.append(f"empty extractions (reply invalid after one retry): {', '.join(empty)}")
     seconds = time.monotonic() - started
     report = IngestReport(
+        # no graph is kept between runs: cache_hit stays (the harness records it) and is False
         cache_hit=False, chunks=len(chunks), empty_extractions=len(empty),
         entities_by_type=graph["entities_by_type"], relations_by_type=graph["relations_by_type"],
         seconds=seconds, notes=notes,
     )
-    stored_report = asdict(report)
-    stored_report.pop("cache_hit")
-    stored_report["resolution"] = asdict(resolution)
-    stored_report["updates"] = asdict(updates)
-    store.write_marker(driver, database, key, stored_report, settings)  # last: only a complete ingest
     return report
 
 

@@ -15,37 +15,17 @@ Merges are transitive (union-find) and each group is merged into one kept node i
 from __future__ import annotations
 
 import re
-import unicodedata
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .decisions import DecisionStats, GraphDecider, Replies, ask_in_batches, cap_per_label
 from .graph_schema import ENTITY_TYPES
-
-_TITLES = {"dr", "mr", "mrs", "ms", "miss", "mx", "prof", "professor", "sir", "dame", "madam", "doctor"}
-_ORG_SUFFIXES = {"inc", "ltd", "llc", "corp", "corporation", "co", "gmbh", "plc", "sa", "ag"}
-_NON_WORD = re.compile(r"[^\w\s]+")
 
 CLEAR_MERGE_RATIO = 0.92
 AMBIGUOUS_TOKEN_SET = 0.85
 AMBIGUOUS_RATIO = 0.75
 AMBIGUOUS_COSINE = 0.85
 MAX_POSTING = 50  # a word shared by more names than this is too common to block on
-
-
-def normalise_name(name: str, entity_type: str) -> str:
-    text = unicodedata.normalize("NFKD", name or "")
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    words = _NON_WORD.sub(" ", text).split()
-    if words and words[0] == "the" and len(words) > 1:
-        words = words[1:]
-    if entity_type == "Person":
-        while len(words) > 1 and words[0] in _TITLES:
-            words = words[1:]
-    if entity_type == "Organization":
-        while len(words) > 1 and words[-1] in _ORG_SUFFIXES:
-            words = words[:-1]
-    return " ".join(words)
 
 
 def _digits(text: str) -> str:
@@ -66,20 +46,11 @@ class Candidate:
 
 
 @dataclass
-class ResolutionStats:
+class ResolutionStats(DecisionStats):
     entities: int = 0
     merged_by_name: int = 0
     merged_by_similarity: int = 0
     merged_by_model: int = 0
-    candidate_pairs: int = 0
-    model_pairs: int = 0
-    pairs_over_cap: int = 0
-    model_calls: int = 0
-    invalid_replies: int = 0
-
-    def add(self, other: "ResolutionStats") -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 class _UnionFind:
@@ -180,17 +151,9 @@ def classify(c: Candidate) -> str:
 
 
 @dataclass
-class EntityResolver:
-    driver: Any
-    database: str
-    models: Any
-    embedder: Any
-    executor: Executor
-    max_llm_pairs: int = 500
-    batch_pairs: int = 20
-    max_tokens: int = 1024
+class EntityResolver(GraphDecider):
+    embedder: Any = None  # gives entities without a vector one (name + description)
     stats: ResolutionStats = field(default_factory=ResolutionStats)
-    notes: list[str] = field(default_factory=list)
 
     def run(self, entity_types: tuple[str, ...] = ENTITY_TYPES, on_call: Callable[[], None] | None = None,
             on_submitted: Callable[[], None] | None = None) -> ResolutionStats:
@@ -250,11 +213,10 @@ class EntityResolver:
                 ask.append(c)
         # pairs already joined through clear merges need no question
         ask = [c for c in ask if groups.find(c.left["id"]) != groups.find(c.right["id"])]
-        if len(ask) > self.max_llm_pairs:
-            stats.pairs_over_cap = len(ask) - self.max_llm_pairs
+        ask = cap_per_label(ask, lambda c: entity_type, self.budget, stats)
+        if stats.pairs_over_cap:
             self.notes.append(f"resolution {entity_type}: {stats.pairs_over_cap} ambiguous pairs over "
-                              f"max_llm_pairs={self.max_llm_pairs} were left apart")
-            ask = ask[:self.max_llm_pairs]
+                              f"max_llm_pairs={self.budget.max_llm_pairs} were left apart")
         stats.model_pairs = len(ask)
         plan.replies = self._submit(entity_type, ask)
         return plan
@@ -263,8 +225,10 @@ class EntityResolver:
         """Read the type's replies; the (keep, drop) pairs that merge its groups."""
         stats, groups = plan.stats, plan.groups
         if plan.replies is not None:
-            for c, same in self._read_replies(plan.replies, stats, on_call):
-                if same and groups.union(c.left["id"], c.right["id"]):
+            verdicts = plan.replies.verdicts(stats, on_call, lambda reply: {d.pair: d.same for d in reply.decisions},
+                                             False)
+            for c, same in verdicts:
+                if bool(same) and groups.union(c.left["id"], c.right["id"]):
                     stats.merged_by_model += 1
         members: dict[str, list[dict[str, Any]]] = {}
         for e in plan.entities:
@@ -278,27 +242,13 @@ class EntityResolver:
                          if e["id"] != keep["id"])
         return pairs
 
-    def _submit(self, entity_type: str, ask: list[Candidate]):
-        from .decisions import ask_in_batches
+    def _submit(self, entity_type: str, ask: list[Candidate]) -> Replies[Candidate]:
         from .extraction_schema import ResolutionReply
         from .prompts_ingest import resolution_messages
 
-        return ask_in_batches(self.models, self.executor, ask, self.batch_pairs,
+        return ask_in_batches(self.models, self.executor, ask, self.budget,
                               lambda batch: resolution_messages(entity_type, [(c.left, c.right) for c in batch]),
-                              ResolutionReply, self.max_tokens)
-
-    @staticmethod
-    def _read_replies(replies, stats: ResolutionStats, on_call: Callable[[], None] | None):
-        for batch, reply in replies:
-            stats.model_calls += 1
-            if on_call:
-                on_call()
-            if reply is None:
-                stats.invalid_replies += 1
-                continue
-            answers = {d.pair: d.same for d in reply.decisions}
-            for number, c in enumerate(batch):
-                yield c, bool(answers.get(number, False))
+                              ResolutionReply)
 
 
 @dataclass
@@ -307,7 +257,7 @@ class _TypePlan:
     entities: list[dict[str, Any]]
     stats: ResolutionStats
     groups: "_UnionFind"
-    replies: Any = None  # (batch, reply) iterator of the submitted questions
+    replies: Replies[Candidate] | None = None  # the submitted questions
 
 
 def entity_embedding_text(entity: dict[str, Any]) -> str:

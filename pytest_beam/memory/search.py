@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Protocol, Sequence
 
+from ..services.access import AGENT_READS, ReadLimits, run_read
 from .graph_schema import FULLTEXT_INDEX, VECTOR_INDEX
 
 Kind = Literal["message", "statement"]
@@ -115,7 +116,7 @@ class SearchHit:
         return (self.kind, str(self.id))
 
 
-def _iso(value: Any) -> str | None:
+def iso(value: Any) -> str | None:
     if value is None:
         return None
     if hasattr(value, "iso_format"):  # neo4j.time.Date
@@ -165,49 +166,44 @@ def _rows_to_hits(rows: Iterable[Any]) -> list[SearchHit]:
         sessions = sorted(((n, d) for n, d in r["sessions"] if n is not None), key=lambda x: x[0])
         session, date = sessions[0] if sessions else (r["node_session"], None)
         hits.append(SearchHit(
-            kind=kind, id=r["id"], text=r["text"] or "", session=session, date=_iso(date),
+            kind=kind, id=r["id"], text=r["text"] or "", session=session, date=iso(date),
             message_ids=mids, role=r["role"], order=r["ord"], statement_type=r["stype"],
             superseded=(bool(r["superseded"]) if kind == "statement" else None),
             score=float(r["score"]),
         ))
     # Stable order: score (rounded so float noise cannot reorder), then kind, then id.
-    hits.sort(key=lambda h: (-round(h.score, 6), h.kind, _id_key(h.id)))
+    hits.sort(key=lambda h: (-round(h.score, 6), h.kind, id_key(h.id)))
     for rank, hit in enumerate(hits, 1):
         hit.ranks = {"self": rank}
     return hits
 
 
-def _id_key(value: Any) -> tuple[int, Any]:
+def id_key(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int) else (1, str(value))
 
 
-def _read(driver: Any, database: str, cypher: str, params: dict[str, Any]) -> list[Any]:
-    """Run a query in a READ transaction (the server refuses writes), without the server's
-    notifications (a graph without statements makes it warn about unknown relationship types)."""
-    import neo4j
-
-    def work(tx: Any) -> list[Any]:
-        return list(tx.run(cypher, params))
-
-    with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS,
-                        notifications_min_severity="OFF") as session:
-        return session.execute_read(work)
+def read_graph(driver: Any, database: str, cypher: str, params: dict[str, Any],
+          limits: ReadLimits = AGENT_READS) -> list[Any]:
+    """Every search read goes the agent's way to the graph: READ mode, timeout, row cap, and a
+    dead server raised as ``Neo4jServiceDown`` naming the conversation."""
+    return run_read(driver, database, cypher, params, timeout_s=limits.timeout_s, max_rows=limits.max_rows)
 
 
-def fulltext_search(driver: Any, database: str, text: str, depth: int, kind: str = "any") -> list[SearchHit]:
+def fulltext_search(driver: Any, database: str, text: str, depth: int, kind: str = "any",
+                    limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     query = fulltext_query(text)
     if not query:
         return []
     cypher = FULLTEXT_CYPHER.replace("{filter}", _KIND_FILTER[kind])
-    rows = _read(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)})
+    rows = read_graph(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)}, limits)
     return _rows_to_hits(rows)
 
 
 def vector_search_by_embedding(driver: Any, database: str, embedding: Sequence[float], depth: int,
-                               kind: str = "any") -> list[SearchHit]:
+                               kind: str = "any", limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     cypher = VECTOR_CYPHER.replace("{filter}", _KIND_FILTER[kind])
-    rows = _read(driver, database, cypher,
-                 {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)})
+    rows = read_graph(driver, database, cypher,
+                 {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)}, limits)
     return _rows_to_hits(rows)
 
 
@@ -239,14 +235,14 @@ def rrf_fuse(rankings: dict[str, list[SearchHit]], rrf_k: float = DEFAULT_RRF_K,
     out = list(fused.values())
     for hit in out:
         hit.score = scores[hit.key]
-    out.sort(key=lambda h: (-round(h.score, 12), min(h.ranks.values()), h.kind, _id_key(h.id)))
+    out.sort(key=lambda h: (-round(h.score, 12), min(h.ranks.values()), h.kind, id_key(h.id)))
     return out
 
 
 def hybrid_search(driver: Any, database: str, text: str, embedder: Embedder | None, limit: int = 10,
                   kind: str = "any", method: Method = "hybrid", rrf_k: float = DEFAULT_RRF_K,
                   depth: int | None = None, embedding: Sequence[float] | None = None,
-                  weights: dict[str, float] | None = None) -> list[SearchHit]:
+                  weights: dict[str, float] | None = None, limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     """The top ``limit`` hits for ``text``.
 
     ``method`` picks hybrid (RRF of both), or one method alone (for the benchmark). Without an
@@ -258,11 +254,12 @@ def hybrid_search(driver: Any, database: str, text: str, embedder: Embedder | No
     depth = max(depth, limit)
     rankings: dict[str, list[SearchHit]] = {}
     if method in ("hybrid", "fulltext"):
-        rankings["fulltext"] = fulltext_search(driver, database, text, depth if method == "hybrid" else limit, kind)
+        rankings["fulltext"] = fulltext_search(driver, database, text, depth if method == "hybrid" else limit,
+                                               kind, limits)
     if method in ("hybrid", "vector") and (embedder is not None or embedding is not None):
         vec = embedding if embedding is not None else embedder.embed([text])[0]  # type: ignore[union-attr]
         rankings["vector"] = vector_search_by_embedding(
-            driver, database, vec, depth if method == "hybrid" else limit, kind)
+            driver, database, vec, depth if method == "hybrid" else limit, kind, limits)
     if method != "hybrid":
         return [SearchHit(**{**h.__dict__, "ranks": {method: i}}) for i, h in
                 enumerate(rankings.get(method, []), 1)][:limit]

@@ -7,13 +7,13 @@ duplicate is copied to the kept node explicitly, then the duplicate is `DETACH D
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Sequence
 
+from ..services.access import UNBOUNDED, run_autocommit, run_read, run_write
 from .graph_schema import ENTITY_TYPES, STATEMENT_TYPES
 
 WRITE_BATCH = 500
-OWN_LABELS = ("Session", "Message", "Chunk", "Entity", "Statement", "IngestMarker")
+OWN_LABELS = ("Session", "Message", "Chunk", "Entity", "Statement")
 
 
 def _batches(rows: Sequence[Any], size: int = WRITE_BATCH) -> Iterable[Sequence[Any]]:
@@ -21,17 +21,13 @@ def _batches(rows: Sequence[Any], size: int = WRITE_BATCH) -> Iterable[Sequence[
         yield rows[start:start + size]
 
 
-def _session(driver: Any, database: str) -> Any:
-    # "label does not exist" and similar notices on a young graph are expected: keep logs quiet
-    return driver.session(database=database, notifications_min_severity="OFF")
-
-
 def _run(driver: Any, database: str, query: str, params: dict[str, Any], write: bool) -> list[dict[str, Any]]:
-    def work(tx: Any) -> list[dict[str, Any]]:
-        return [record.data() for record in tx.run(query, params)]
-
-    with _session(driver, database) as session:
-        return session.execute_write(work) if write else session.execute_read(work)
+    """Ingest's way to the graph is the product's one way (services/access.py); its reads are
+    its own graph, read whole (no row cap, no timeout)."""
+    if write:
+        return list(run_write(driver, database, query, params))
+    return list(run_read(driver, database, query, params, timeout_s=UNBOUNDED.timeout_s,
+                         max_rows=UNBOUNDED.max_rows))
 
 
 def _write(driver: Any, database: str, query: str, rows: Sequence[Any], **params: Any) -> None:
@@ -43,33 +39,13 @@ def _read(driver: Any, database: str, query: str, **params: Any) -> list[dict[st
     return _run(driver, database, query, params, write=False)
 
 
-# -- the ingest cache ------------------------------------------------------------------------------
-
-def find_marker(driver: Any, database: str, key: str) -> dict[str, Any] | None:
-    rows = _read(driver, database, "MATCH (k:IngestMarker {key: $key}) RETURN k.report AS report", key=key)
-    if not rows:
-        return None
-    try:
-        return json.loads(rows[0]["report"] or "{}")
-    except (TypeError, ValueError):
-        return None
-
-
-def write_marker(driver: Any, database: str, key: str, report: dict[str, Any], settings: dict[str, Any]) -> None:
-    _run(driver, database,
-         "MERGE (k:IngestMarker {key: $key}) SET k.report = $report, k.settings = $settings, "
-         "k.written_at = datetime()",
-         {"key": key, "report": json.dumps(report, sort_keys=True),
-          "settings": json.dumps(settings, sort_keys=True)}, write=True)
-
+# -- reset -------------------------------------------------------------------------------------------
 
 def reset_graph(driver: Any, database: str) -> None:
     """Remove what an earlier (other or unfinished) ingest left; other nodes are not touched."""
     where = " OR ".join(f"n:{label}" for label in OWN_LABELS)
-    with _session(driver, database) as session:
-        session.run(
-            f"MATCH (n) WHERE {where} CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"
-        ).consume()
+    run_autocommit(driver, database,
+                   f"MATCH (n) WHERE {where} CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS")
 
 
 # -- structure: sessions, messages, chunks ---------------------------------------------------------
@@ -191,7 +167,7 @@ def load_entities(driver: Any, database: str, entity_types: Sequence[str]) -> di
 
 
 def set_message_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
-    """rows: id, embedding — computed while extraction runs, written before the marker."""
+    """rows: id, embedding — computed while extraction runs, written last."""
     _write(driver, database, """
         UNWIND $rows AS row
         MATCH (m:Message {id: row.id})

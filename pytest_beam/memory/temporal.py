@@ -9,9 +9,10 @@ superseded_in_session=<newer's session>`; "contradicts" gives `(newer)-[:CONTRAD
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+from .decisions import DecisionStats, GraphDecider, ask_in_batches, cap_per_label
 
 MIN_COSINE = 0.55
 MIN_TOKEN_SET = 0.6
@@ -19,13 +20,8 @@ WINDOW = 200  # older statements of one entity looked at per newer statement
 
 
 @dataclass
-class UpdateStats:
+class UpdateStats(DecisionStats):
     statements: int = 0
-    candidate_pairs: int = 0
-    model_pairs: int = 0
-    pairs_over_cap: int = 0
-    model_calls: int = 0
-    invalid_replies: int = 0
     supersedes: int = 0
     contradicts: int = 0
 
@@ -82,16 +78,8 @@ def update_candidates(statements: list[dict[str, Any]], per_statement: int = 2) 
 
 
 @dataclass
-class UpdateLinker:
-    driver: Any
-    database: str
-    models: Any
-    executor: Executor
-    max_llm_pairs: int = 500
-    batch_pairs: int = 20
-    max_tokens: int = 1024
+class UpdateLinker(GraphDecider):
     stats: UpdateStats = field(default_factory=UpdateStats)
-    notes: list[str] = field(default_factory=list)
 
     def run(self, on_call: Callable[[], None] | None = None) -> UpdateStats:
         from . import store
@@ -102,18 +90,10 @@ class UpdateLinker:
         self.stats.candidate_pairs = len(pairs)
         # most similar first, capped per label of the newer statement
         pairs.sort(key=lambda p: (-p.score, p.newer["order"], p.newer["id"], p.older["id"]))
-        kept: list[_Pair] = []
-        per_label: dict[str, int] = {}
-        for p in pairs:
-            label = p.newer["type"]
-            if per_label.get(label, 0) >= self.max_llm_pairs:
-                self.stats.pairs_over_cap += 1
-                continue
-            per_label[label] = per_label.get(label, 0) + 1
-            kept.append(p)
+        kept = cap_per_label(pairs, lambda p: p.newer["type"], self.budget, self.stats)
         if self.stats.pairs_over_cap:
             self.notes.append(f"updates: {self.stats.pairs_over_cap} candidate pairs over "
-                              f"max_llm_pairs={self.max_llm_pairs} were not checked")
+                              f"max_llm_pairs={self.budget.max_llm_pairs} were not checked")
         # prompts list pairs in conversation order
         kept.sort(key=lambda p: (p.newer["order"], p.newer["id"], p.older["order"], p.older["id"]))
         self.stats.model_pairs = len(kept)
@@ -130,8 +110,7 @@ class UpdateLinker:
         self.stats.contradicts = len(contradicts)
         return self.stats
 
-    def _ask_model(self, kept: list[_Pair], on_call: Callable[[], None] | None):
-        from .decisions import ask_in_batches
+    def _ask_model(self, kept: list[_Pair], on_call: Callable[[], None] | None) -> Iterator[tuple[_Pair, str]]:
         from .extraction_schema import UpdateReply
         from .prompts_ingest import update_messages
 
@@ -139,16 +118,8 @@ class UpdateLinker:
             return {"text": s["text"], "session": s["session"], "type": s["type"],
                     "about": list(s.get("about_names") or [])}
 
-        replies = ask_in_batches(self.models, self.executor, kept, self.batch_pairs,
+        replies = ask_in_batches(self.models, self.executor, kept, self.budget,
                                  lambda batch: update_messages([(view(p.older), view(p.newer)) for p in batch]),
-                                 UpdateReply, self.max_tokens)
-        for batch, reply in replies:
-            self.stats.model_calls += 1
-            if on_call:
-                on_call()
-            if reply is None:
-                self.stats.invalid_replies += 1
-                continue
-            answers = {d.pair: d.relation for d in reply.decisions}
-            for number, p in enumerate(batch):
-                yield p, answers.get(number, "unrelated")
+                                 UpdateReply)
+        return replies.verdicts(self.stats, on_call, lambda reply: {d.pair: d.relation for d in reply.decisions},
+                                "unrelated")

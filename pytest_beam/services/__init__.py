@@ -7,12 +7,27 @@
 >>> service.stop()
 """
 
-from .access import ReadResult, WriteResult, connection_of, open_driver, run_read, run_write
+from .access import (
+    AGENT_READS,
+    UNBOUNDED,
+    ReadLimits,
+    ReadResult,
+    WriteResult,
+    connection_of,
+    open_driver,
+    run_autocommit,
+    run_read,
+    run_write,
+)
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceDown, Neo4jServiceError
-from .local import NEO4J_VERSION
+from .local_install import NEO4J_VERSION
 from .selection import select_provider
 
 __all__ = [
+    "AGENT_READS",
+    "UNBOUNDED",
+    "ReadLimits",
+    "run_autocommit",
     "NEO4J_VERSION",
     "Neo4jConnection",
     "Neo4jProvider",

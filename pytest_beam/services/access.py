@@ -1,8 +1,14 @@
-"""Talking to one conversation's graph: a driver, read-only queries, writes.
+"""The one way to a conversation's graph: every Cypher statement the product runs goes through here.
+
+Ingest's writes and reads (``memory/store.py``), the schema (``memory/graph_schema.py``), the
+agent's tools and search (``memory/tools.py``, ``memory/search.py``), the read-only Cypher tool,
+the external provider's bookkeeping and the benches call :func:`run_read`, :func:`run_write` or
+:func:`run_autocommit`; this module owns the sessions, the access mode, timeouts, row caps and the
+translation of a dead server into :class:`~pytest_beam.services.base.Neo4jServiceDown`.
 
 :func:`run_read` runs in a READ transaction (session access mode READ + ``execute_read``), so the
 *server* refuses any write (``Neo.ClientError.Statement.AccessMode``), with a server-side
-transaction timeout and a row cap. That is what the agent's read-only Cypher tool uses.
+transaction timeout and a row cap. :data:`AGENT_READS` are the limits of every agent read.
 
 When the server behind a driver goes away (its JVM killed, container gone, network down) both
 functions raise :class:`~pytest_beam.services.base.Neo4jServiceDown` carrying the conversation
@@ -15,6 +21,7 @@ not the service's.
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .base import Neo4jConnection, Neo4jServiceDown
@@ -54,6 +61,40 @@ def connection_of(driver: Any) -> Neo4jConnection | None:
         return None
 
 
+@dataclass(frozen=True)
+class ReadLimits:
+    """How long one read may run on the server and how many rows it may bring back."""
+
+    timeout_s: float | None = 10.0
+    max_rows: int | None = 1000
+
+
+#: Every read the agent's tools make (search, statements, timeline, rules, messages): the Cypher
+#: tool shows fewer rows (its own cap) but runs under the same timeout.
+AGENT_READS = ReadLimits(timeout_s=10.0, max_rows=10_000)
+#: Ingest reads the whole graph it wrote, without a row cap or a timeout.
+UNBOUNDED = ReadLimits(timeout_s=None, max_rows=None)
+
+
+class QueryRefused(Exception):
+    """The server's plan of a query holds an operator the caller refused (``LoadCSV`` for the
+    agent's Cypher): the query was planned (``EXPLAIN``), never run."""
+
+    def __init__(self, operators: set[str]) -> None:
+        super().__init__(f"the query plan uses {', '.join(sorted(operators))}, which is not allowed here")
+        self.operators = operators
+
+
+def _operators(plan: Any) -> set[str]:
+    """Every operator name in a plan tree from the driver (``LoadCSV@neo4j`` -> ``LoadCSV``)."""
+    if not plan:
+        return set()
+    found = {str(plan.get("operatorType", "")).split("@")[0]}
+    for child in plan.get("children") or ():
+        found |= _operators(child)
+    return found
+
+
 class ReadResult(list):
     """The rows of :func:`run_read` (a ``list`` of ``dict``) plus ``truncated``: True when the
     query had more than ``max_rows`` rows and the rest were dropped."""
@@ -88,23 +129,35 @@ def run_read(
     cypher: str,
     params: Mapping[str, Any] | None = None,
     *,
-    timeout_s: float = 10.0,
-    max_rows: int = 1000,
+    timeout_s: float | None = 10.0,
+    max_rows: int | None = 1000,
+    refuse_operators: frozenset[str] = frozenset(),
+    retry: bool = True,
 ) -> ReadResult:
     """Run ``cypher`` in a READ transaction; the server refuses writes and stops it after
-    ``timeout_s``. Returns at most ``max_rows`` rows as dicts (``.truncated`` says if cut)."""
+    ``timeout_s``. Returns at most ``max_rows`` rows as dicts (``.truncated`` says if cut;
+    ``None``: no cap). The server's notifications are off: a young graph warns about labels
+    it has not seen yet, which is expected. With ``refuse_operators`` the query is first planned
+    (``EXPLAIN``, in the same transaction) and :class:`QueryRefused` raised, without running it,
+    when the plan holds one of them: what the server would do decides, not how it is spelled.
+    ``retry=False`` runs it once (the agent's own queries: a query that ran out of memory is a
+    transient error to the driver, and running it again would only fill the heap again)."""
     import neo4j
 
-    if max_rows < 0:
+    if max_rows is not None and max_rows < 0:
         raise ValueError("max_rows must be >= 0")
 
     @neo4j.unit_of_work(timeout=timeout_s)
     def work(tx: "neo4j.ManagedTransaction") -> ReadResult:
+        if refuse_operators:
+            planned = _operators(tx.run("EXPLAIN " + cypher, dict(params or {})).consume().plan)
+            if planned & refuse_operators:
+                raise QueryRefused(planned & refuse_operators)
         result = tx.run(cypher, dict(params or {}))
         rows: list[dict[str, Any]] = []
         truncated = False
         for record in result:
-            if len(rows) >= max_rows:
+            if max_rows is not None and len(rows) >= max_rows:
                 truncated = True
                 break
             rows.append(record.data())
@@ -114,9 +167,13 @@ def run_read(
         with driver.session(
             database=database,
             default_access_mode=neo4j.READ_ACCESS,
-            fetch_size=max(1, min(max_rows + 1, 1000)),
+            fetch_size=1000 if max_rows is None else max(1, min(max_rows + 1, 1000)),
+            notifications_min_severity="OFF",
         ) as session:
-            return session.execute_read(work)
+            if retry:
+                return session.execute_read(work)
+            with session.begin_transaction(timeout=timeout_s) as tx:
+                return work(tx)
     except _service_failures() as exc:
         raise _down_error(driver, database, exc) from exc
 
@@ -151,7 +208,23 @@ def run_write(
         )
 
     try:
-        with driver.session(database=database, default_access_mode=neo4j.WRITE_ACCESS) as session:
+        with driver.session(database=database, default_access_mode=neo4j.WRITE_ACCESS,
+                            notifications_min_severity="OFF") as session:
             return session.execute_write(work)
+    except _service_failures() as exc:
+        raise _down_error(driver, database, exc) from exc
+
+
+def run_autocommit(
+    driver: "neo4j.Driver",
+    database: str | None,
+    cypher: str,
+    params: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``cypher`` as an auto-commit query, for what a managed transaction cannot hold:
+    ``CALL {...} IN TRANSACTIONS`` and administration (``CREATE DATABASE``). Not retried."""
+    try:
+        with driver.session(database=database, notifications_min_severity="OFF") as session:
+            return [record.data() for record in session.run(cypher, dict(params or {}))]
     except _service_failures() as exc:
         raise _down_error(driver, database, exc) from exc

@@ -8,6 +8,7 @@ testcontainers, or an ``external`` server reached by a bolt URI). ``provider.cre
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -46,9 +47,13 @@ class Neo4jConnection:
 
 
 class Neo4jService(ABC):
-    """One Neo4j graph for one conversation."""
+    """One Neo4j graph for one conversation. ``start`` and ``stop`` hold ``_lock``: the harness
+    may stop a service from another thread while it starts."""
 
-    label: str
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._connection: Neo4jConnection | None = None
+        self._lock = threading.RLock()
 
     @abstractmethod
     def start(self) -> Neo4jConnection:

@@ -9,11 +9,11 @@ the signal ``auto`` uses to fall back to the local provider.
 from __future__ import annotations
 
 import secrets
-import threading
 from typing import Any
 
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
-from .local import FIX_HINT, NEO4J_VERSION
+from .local_config import transaction_memory
+from .local_install import FIX_HINT, NEO4J_VERSION
 
 IMAGE = f"neo4j:{NEO4J_VERSION}"
 """Pinned image, same patch as the local provider's jars."""
@@ -80,11 +80,9 @@ class DockerNeo4jProvider(Neo4jProvider):
 
 class DockerNeo4jService(Neo4jService):
     def __init__(self, provider: DockerNeo4jProvider, label: str) -> None:
+        super().__init__(label)
         self.provider = provider
-        self.label = label
         self.container: Any = None
-        self._connection: Neo4jConnection | None = None
-        self._lock = threading.RLock()
 
     def start(self) -> Neo4jConnection:
         with self._lock:
@@ -107,6 +105,13 @@ class DockerNeo4jService(Neo4jService):
             container.with_env("NEO4J_server_memory_heap_initial__size", "64m")
             container.with_env("NEO4J_server_memory_pagecache_size", self.provider.pagecache)
             container.with_env("NEO4J_dbms_usage__report_enabled", "false")
+            # the same guards as the local server (local_config.server_settings): no LOAD CSV from
+            # files or any address, and a memory cap per transaction
+            per_transaction, all_transactions = transaction_memory(self.provider.heap)
+            container.with_env("NEO4J_dbms_security_allow__csv__import__from__file__urls", "false")
+            container.with_env("NEO4J_internal_dbms_cypher__ip__blocklist", "0.0.0.0/0,::/0")
+            container.with_env("NEO4J_db_memory_transaction_max", per_transaction)
+            container.with_env("NEO4J_db_memory_transaction_total_max", all_transactions)
             self.container = container
             try:
                 _with_startup_timeout(self.provider.start_timeout_s, container.start)

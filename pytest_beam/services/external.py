@@ -7,8 +7,8 @@ Isolation it gives
 * **Enterprise / Aura** (several databases per server): one database per conversation,
   ``beam-<label>`` (``CREATE DATABASE ... IF NOT EXISTS``; Neo4j 5 database names allow letters,
   digits, dots and dashes, not underscores). Conversations do not see each other's graphs.
-  The databases are left in place at stop (drop them with ``DROP DATABASE `beam-conv17```), so
-  a later run can reuse an ingested graph when the memory layer's ingest marker matches.
+  The databases are left in place at stop (drop them with ``DROP DATABASE `beam-conv17```); a
+  later run wipes and rebuilds them (no graph is reused between runs).
 * **Community** (one user database): every conversation uses the default database, so there is
   no isolation between conversations. One conversation at a time per server: this process
   refuses a second concurrent service on the same database, and other processes (xdist workers,
@@ -21,9 +21,8 @@ The plugin only ever wipes a database it owns. It owns one when it finds its mar
 ``(:BeamOwner {token, label})`` in it; it writes that marker when it claims a database that is
 completely empty (no nodes, no constraints, no indexes other than Neo4j's built-in lookup
 indexes). A database with data or schema but no marker is someone else's: :meth:`start` raises
-:class:`Neo4jServiceError` and touches nothing. With ``fresh=True`` (default), ``start`` wipes
-an owned database (all nodes but the marker, all constraints and indexes) so every run starts
-from an empty graph; with ``fresh=False`` it keeps the graph (for an ingest cache).
+:class:`Neo4jServiceError` and touches nothing. ``start`` wipes an owned database (all nodes but
+the marker, all constraints and indexes) so every run starts from an empty graph.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from .access import open_driver
+from .access import open_driver, run_autocommit, run_read, run_write
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
@@ -68,7 +67,6 @@ class ExternalNeo4jProvider(Neo4jProvider):
         *,
         user: str | None = None,
         password: str | None = None,
-        fresh: bool = True,
         multi_database: bool | None = None,
         timeout_s: float = 60.0,
     ) -> None:
@@ -83,7 +81,6 @@ class ExternalNeo4jProvider(Neo4jProvider):
                 "(and the user in BEAM_NEO4J_USER, default neo4j)."
             )
         self.password = pw
-        self.fresh = fresh
         self.timeout_s = timeout_s
         self._multi = multi_database
         self._active: set[str] = set()
@@ -103,9 +100,7 @@ class ExternalNeo4jProvider(Neo4jProvider):
         """True for Enterprise/Aura (CREATE DATABASE works), False for Community."""
         with self._lock:
             if self._multi is None:
-                records, _, _ = driver.execute_query(
-                    "CALL dbms.components() YIELD edition RETURN edition", database_="system"
-                )
+                records = run_autocommit(driver, "system", "CALL dbms.components() YIELD edition RETURN edition")
                 edition = (records[0]["edition"] if records else "community") or "community"
                 self._multi = edition.lower() != "community"
             return self._multi
@@ -131,13 +126,11 @@ class ExternalNeo4jProvider(Neo4jProvider):
 
 class ExternalNeo4jService(Neo4jService):
     def __init__(self, provider: ExternalNeo4jProvider, label: str) -> None:
+        super().__init__(label)
         self.provider = provider
-        self.label = label
         self.database: str | None = None
         self.token: str | None = None
         self._driver: Any = None
-        self._connection: Neo4jConnection | None = None
-        self._lock = threading.RLock()
 
     def start(self) -> Neo4jConnection:
         from neo4j.exceptions import DriverError, Neo4jError
@@ -152,22 +145,17 @@ class ExternalNeo4jService(Neo4jService):
                 driver.verify_connectivity()
                 if p.multi_database(driver):
                     database = database_name_for(self.label)
-                    driver.execute_query(
-                        f"CREATE DATABASE `{database}` IF NOT EXISTS WAIT {int(p.timeout_s)} SECONDS",
-                        database_="system",
-                    )
+                    run_autocommit(driver, "system",
+                                   f"CREATE DATABASE `{database}` IF NOT EXISTS WAIT {int(p.timeout_s)} SECONDS")
                 else:
-                    records, _, _ = driver.execute_query(
-                        "SHOW DEFAULT DATABASE YIELD name RETURN name", database_="system"
-                    )
+                    records = run_autocommit(driver, "system", "SHOW DEFAULT DATABASE YIELD name RETURN name")
                     database = records[0]["name"] if records else "neo4j"
                 p._acquire(database, self.label)
                 acquired = database
                 self.database = database
                 self._driver = driver
                 self.token = self._claim()
-                if p.fresh:
-                    self.wipe()
+                self.wipe()
             except Neo4jServiceError:
                 self._abort(driver, acquired)
                 raise
@@ -190,15 +178,11 @@ class ExternalNeo4jService(Neo4jService):
         """Own the database: reuse our marker, or write one into an empty database; refuse a
         database that holds anything without our marker."""
         d, db = self._driver, self.database
-        owners, _, _ = d.execute_query(
-            f"MATCH (o:{MARKER_LABEL}) RETURN o.token AS token LIMIT 1", database_=db
-        )
+        owners = run_read(d, db, f"MATCH (o:{MARKER_LABEL}) RETURN o.token AS token LIMIT 1", {})
         if owners and owners[0]["token"]:
             token = owners[0]["token"]
-            d.execute_query(
-                f"MATCH (o:{MARKER_LABEL} {{token: $token}}) SET o.label = $label, o.claimed_at = datetime()",
-                token=token, label=self.label, database_=db,
-            )  # fmt: skip
+            run_write(d, db, f"MATCH (o:{MARKER_LABEL} {{token: $token}}) SET o.label = $label, "
+                      "o.claimed_at = datetime()", {"token": token, "label": self.label})
             return token
         foreign = self._foreign_content()
         if foreign:
@@ -211,16 +195,13 @@ class ExternalNeo4jService(Neo4jService):
                 label=self.label,
             )
         token = secrets.token_hex(16)
-        d.execute_query(
-            f"CREATE (:{MARKER_LABEL} {{token: $token, label: $label, created_by: 'pytest-beam', "
-            "created_at: datetime(), claimed_at: datetime()})",
-            token=token, label=self.label, database_=db,
-        )  # fmt: skip
+        run_write(d, db, f"CREATE (:{MARKER_LABEL} {{token: $token, label: $label, created_by: 'pytest-beam', "
+                  "created_at: datetime(), claimed_at: datetime()})", {"token": token, "label": self.label})
         return token
 
     def _foreign_content(self) -> str:
         d, db = self._driver, self.database
-        nodes, _, _ = d.execute_query("MATCH (n) RETURN count(n) AS c", database_=db)
+        nodes = run_read(d, db, "MATCH (n) RETURN count(n) AS c", {})
         if nodes and nodes[0]["c"]:
             return f"{nodes[0]['c']} nodes"
         schema = self._schema_items()
@@ -230,12 +211,9 @@ class ExternalNeo4jService(Neo4jService):
 
     def _schema_items(self) -> list[tuple[str, str]]:
         d, db = self._driver, self.database
-        cons, _, _ = d.execute_query("SHOW CONSTRAINTS YIELD name RETURN name", database_=db)
-        idx, _, _ = d.execute_query(
-            "SHOW INDEXES YIELD name, type, owningConstraint "
-            "WHERE type <> 'LOOKUP' AND owningConstraint IS NULL RETURN name",
-            database_=db,
-        )
+        cons = run_autocommit(d, db, "SHOW CONSTRAINTS YIELD name RETURN name")
+        idx = run_autocommit(d, db, "SHOW INDEXES YIELD name, type, owningConstraint "
+                             "WHERE type <> 'LOOKUP' AND owningConstraint IS NULL RETURN name")
         return [("CONSTRAINT", r["name"]) for r in cons] + [("INDEX", r["name"]) for r in idx]
 
     def wipe(self) -> None:
@@ -245,20 +223,16 @@ class ExternalNeo4jService(Neo4jService):
             if self._driver is None or self.token is None:
                 raise Neo4jServiceError("wipe() before start()", label=self.label)
             d, db = self._driver, self.database
-            mine, _, _ = d.execute_query(
-                f"MATCH (o:{MARKER_LABEL} {{token: $token}}) RETURN count(o) AS c", token=self.token, database_=db
-            )
+            mine = run_read(d, db, f"MATCH (o:{MARKER_LABEL} {{token: $token}}) RETURN count(o) AS c",
+                            {"token": self.token})
             if not mine or not mine[0]["c"]:
                 raise Neo4jServiceError(
                     f"Refusing to wipe {db!r}: its (:{MARKER_LABEL}) marker is gone.", label=self.label
                 )
-            with d.session(database=db) as session:  # CALL {} IN TRANSACTIONS needs auto-commit
-                session.run(
-                    f"MATCH (n) WHERE NOT n:{MARKER_LABEL} "
-                    "CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
-                ).consume()
+            run_autocommit(d, db, f"MATCH (n) WHERE NOT n:{MARKER_LABEL} "  # IN TRANSACTIONS: auto-commit
+                           "CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
             for kind, name in self._schema_items():
-                d.execute_query(f"DROP {kind} `{name}` IF EXISTS", database_=db)
+                run_autocommit(d, db, f"DROP {kind} `{name}` IF EXISTS")
 
     def stop(self) -> None:
         with self._lock:

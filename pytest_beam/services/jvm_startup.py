@@ -17,15 +17,16 @@ once per machine; bench/neo4j_services.py measures the start with and without th
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from ._process import pid_exists
+from ..files import atomic_write
 
 _SIGNATURE = re.compile(r"META-INF/[^/]+\.(SF|RSA|DSA|EC)")
 
@@ -36,12 +37,13 @@ def _is_signed(jar: str) -> bool:
 
 
 def _unsigned_copy(jar: str, target: Path) -> None:
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
+    """``jar`` without its signature files, built in memory and written whole (workers race)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
             if not _SIGNATURE.fullmatch(info.filename):
                 dst.writestr(info, src.read(info.filename))
-    os.replace(tmp, target)
+    atomic_write(target, buf.getvalue())
 
 
 def run_classpath(jars: Sequence[str], cache: Path) -> list[str]:
@@ -68,9 +70,7 @@ def run_classpath(jars: Sequence[str], cache: Path) -> list[str]:
             out.append(str(target))
         else:
             out.append(jar)
-    tmp = remembered.with_name(f"{remembered.name}.{os.getpid()}.tmp")
-    tmp.write_text(key + "\n" + os.pathsep.join(out) + "\n")
-    os.replace(tmp, remembered)
+    atomic_write(remembered, key + "\n" + os.pathsep.join(out) + "\n")
     return out
 
 
@@ -81,7 +81,7 @@ class ClassDataArchive:
     options: tuple[str, ...]
     writing: Path | None = None  # the archive this JVM writes at exit, moved into place after
     final: Path | None = None
-    lock: Path | None = None
+    lock: Any = None  # the held filelock of the writer
 
     def finish(self) -> None:
         """After the JVM exited: publish the archive it wrote, if it wrote one; release the lock."""
@@ -94,27 +94,23 @@ class ClassDataArchive:
                 self.writing.unlink(missing_ok=True)  # killed, not stopped: no archive this time
         finally:
             if self.lock is not None:
-                self.lock.unlink(missing_ok=True)
+                self.lock.release()
+                self.lock = None
             self.writing = None
 
 
-def _take_lock(lock: Path) -> bool:
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                holder = int(lock.read_text().strip() or "0")
-            except (OSError, ValueError):
-                holder = 0
-            if holder and pid_exists(holder):
-                return False
-            lock.unlink(missing_ok=True)  # left by a process that is gone: take it over
-            continue
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(os.getpid()))
-        return True
-    return False
+def _try_lock(path: Path) -> Any | None:
+    """The held lock on ``path`` (a ``filelock`` lock, like every build lock of pytest-beam), or
+    None when another JVM holds it. The kernel releases it when its process dies, so a killed
+    writer never blocks the archive."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return None
+    return lock
 
 
 def class_data_archive(java: str, classpath: Sequence[str], jvm_options: Sequence[str], cache: Path) -> ClassDataArchive:
@@ -129,8 +125,8 @@ def class_data_archive(java: str, classpath: Sequence[str], jvm_options: Sequenc
     if final.is_file() and final.stat().st_size > 0:
         return ClassDataArchive(options=(f"-XX:SharedArchiveFile={final}",))
     cache.mkdir(parents=True, exist_ok=True)
-    lock = cache / f"classes-{key}.lock"
-    if not _take_lock(lock):
+    lock = _try_lock(cache / f"classes-{key}.lock")
+    if lock is None:
         return ClassDataArchive(options=())  # another JVM is writing it right now
     writing = cache / f"classes-{key}.{os.getpid()}.tmp"  # one writer per process: the lock
     return ClassDataArchive(options=(f"-XX:ArchiveClassesAtExit={writing}",), writing=writing, final=final, lock=lock)

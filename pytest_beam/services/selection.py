@@ -6,6 +6,7 @@ import pathlib
 
 from . import docker as _docker
 from . import local as _local
+from .local_install import FIX_HINT
 from .base import Neo4jProvider, Neo4jServiceError
 from .external import ExternalNeo4jProvider, is_bolt_uri
 
@@ -64,7 +65,7 @@ def select_provider(
     if key == "local":
         why = local_unavailable_reason()
         if why:
-            raise Neo4jServiceError(f"--beam-neo4j=local cannot run here: {why}. " + _local.FIX_HINT)
+            raise Neo4jServiceError(f"--beam-neo4j=local cannot run here: {why}. " + FIX_HINT)
         return local_provider()
     # auto
     docker_why = docker_engine_error()

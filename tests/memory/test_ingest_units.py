@@ -11,7 +11,8 @@ from pytest_beam.data.records import Document, Message
 from pytest_beam.memory.chunking import chunk_documents
 from pytest_beam.memory.extraction_schema import Extraction, ResolutionReply
 from pytest_beam.memory.prompts_ingest import extraction_messages, resolution_messages
-from pytest_beam.memory.resolution import Candidate, candidate_pairs, classify, normalise_name
+from pytest_beam.memory.names import normalise_name
+from pytest_beam.memory.resolution import Candidate, candidate_pairs, classify
 from pytest_beam.memory.temporal import update_candidates
 
 
@@ -114,7 +115,7 @@ def test_local_embedder_gives_unit_vectors_that_rank_related_text_higher():
 
 
 def test_local_model_is_quantized_once_and_stays_close_to_the_export(tmp_path):
-    from pytest_beam.memory.embeddings import (EmbeddingUnavailable, LocalEmbedder, _export_path, _LocalModel,
+    from pytest_beam.memory.embeddings import (EmbeddingUnavailable, LocalEmbedder, export_model_path, _LocalModel,
                                                cosine, quantized_model)
 
     built = quantized_model(tmp_path)
@@ -125,7 +126,7 @@ def test_local_model_is_quantized_once_and_stays_close_to_the_export(tmp_path):
     texts = ["The deadline moved from May 1 to May 15.", "Ana Lopez: the user's sister",
              "I'm kinda stressed about managing my time effectively with my birthday coming up."]
     int8 = _LocalModel(built).embed(texts, 16)
-    export = _LocalModel(_export_path()).embed(texts, 16)
+    export = _LocalModel(export_model_path()).embed(texts, 16)
     assert all(0.97 < cosine(a, b) < 0.99999 for a, b in zip(int8, export))  # moved, but barely
     blocked = tmp_path / "not-a-dir"
     blocked.write_text("a file where the cache folder should be")

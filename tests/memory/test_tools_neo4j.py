@@ -8,6 +8,7 @@ import pytest
 
 from pytest_beam.memory.search import hybrid_search
 from pytest_beam.memory.tools import CUT_MARKER, ToolBox, ToolLimits
+from pytest_beam.services.access import ReadLimits
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, LONG_MESSAGE_ID, count_graph
 
@@ -145,6 +146,22 @@ def test_cypher_reads_caps_rows_and_returns_errors_as_text(box, graph):
 
 def test_cypher_timeout_is_enforced(graph, embedder):
     driver, database = graph
-    box = ToolBox(driver, database, embedder, ToolLimits(cypher_timeout_s=1.0))
+    box = ToolBox(driver, database, embedder, ToolLimits(reads=ReadLimits(timeout_s=1.0, max_rows=100)))
     result = box.call("cypher", {"query": "UNWIND range(1, 1000000000) AS x WITH x WHERE x < 0 RETURN count(x)"})
     assert result.is_error and "took too long" in result.text and "TimedOut" in result.text, result.text
+
+
+def test_entity_lookup_uses_the_normaliser_names_were_written_with(box, graph):
+    """Names are stored normalised by resolution's normaliser ("The Louvre" -> "louvre", "Dr. Ana
+    López" -> "ana lopez"); the tools once looked them up with another one and missed them."""
+    from pytest_beam.memory.names import normalise_name
+
+    driver, database = graph
+    for eid, label, name in [("e_louvre", "Place", "Louvre"), ("e_lopez", "Person", "Ana López")]:
+        driver.execute_query(
+            f"CREATE (e:Entity:{label} {{id: $id, name: $name, norm_name: $norm, summary: ''}}) "
+            "WITH e MATCH (s:Statement {id: 's5'}) CREATE (s)-[:ABOUT]->(e)",
+            {"id": eid, "name": name, "norm": normalise_name(name, label)}, database_=database)
+    for asked, found in [("the Louvre", "Louvre"), ("Dr. Ana Lopez", "Ana López")]:
+        doc = json.loads(box.call("entity_statements", {"name": asked}).text)
+        assert [e["name"] for e in doc["entities"]][:1] == [found], (asked, doc)

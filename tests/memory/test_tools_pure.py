@@ -8,7 +8,8 @@ import pytest
 
 from pytest_beam.memory.agent import AgentAction, AgentConfig, evidence_recall
 from pytest_beam.memory.search import SearchHit, escape_lucene, fulltext_query, rrf_fuse
-from pytest_beam.memory.tools import CUT_MARKER, ToolBox, _bounded, cut
+from pytest_beam.memory.tool_render import bounded as _bounded
+from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut
 
 
 def test_escape_lucene_escapes_every_special_character():

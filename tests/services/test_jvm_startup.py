@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -46,7 +46,7 @@ def test_one_jvm_writes_the_archive_others_wait_then_all_use_it(tmp_path):
     first.writing.write_bytes(b"archive")  # what the JVM does at a clean exit
     first.finish()
     final = next(cache.glob("classes-*.jsa"))
-    assert final.read_bytes() == b"archive" and not list(cache.glob("*.lock"))
+    assert final.read_bytes() == b"archive" and not list(cache.glob("classes-*.tmp"))
     assert class_data_archive("java", ["a.jar"], ["-Xfoo"], cache).options == (f"-XX:SharedArchiveFile={final}",)
     # another class path or other JVM options: another archive
     assert class_data_archive("java", ["b.jar"], ["-Xfoo"], cache).options[0].startswith("-XX:ArchiveClassesAtExit=")
@@ -57,16 +57,18 @@ def test_a_killed_writer_leaves_no_archive_and_a_dead_holders_lock_is_taken_over
     killed = class_data_archive("java", ["a.jar"], [], cache)
     killed.finish()  # nothing written: a JVM killed, not stopped
     assert not list(cache.glob("classes-*.jsa")) and not list(cache.glob("classes-*.tmp"))
-    # a lock left by a process that is gone does not block the archive for ever
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    writer = class_data_archive("java", ["a.jar"], [], cache)
-    lock = writer.lock
-    writer.finish()
-    lock.write_text(str(gone.pid))
+    # a writer killed while it held the lock does not block the archive for ever
+    key_lock = next(cache.glob("classes-*.lock"))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(timeout=0); "
+        "print('held', flush=True); sys.stdin.read()"), str(key_lock)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    assert class_data_archive("java", ["a.jar"], [], cache).options == ()  # held by a live writer
+    holder.kill()
+    holder.wait()
     again = class_data_archive("java", ["a.jar"], [], cache)
     assert again.options[0].startswith("-XX:ArchiveClassesAtExit=")
-    assert lock.read_text() == str(os.getpid())
     again.finish()
 
 

@@ -12,12 +12,8 @@ from pytest_beam.services import Neo4jConnection, Neo4jServiceError, select_prov
 from pytest_beam.services import selection
 from pytest_beam.services.docker import IMAGE, DockerNeo4jProvider, docker_engine_error
 from pytest_beam.services.external import ExternalNeo4jProvider, database_name_for, is_bolt_uri
-from pytest_beam.services.local import (
-    NEO4J_VERSION,
-    LocalNeo4jProvider,
-    auth_ini_line,
-    resolve_classpath,
-)
+from pytest_beam.services.local import LocalNeo4jProvider, auth_ini_line
+from pytest_beam.services.local_install import NEO4J_VERSION, resolve_classpath
 
 NO_ENGINE = "unix:///nonexistent/beam-test/docker.sock"
 

@@ -1,0 +1,69 @@
+"""The agent's read-only Cypher tool: its query is the agent's own, so the server must bound it.
+
+The query runs through :func:`pytest_beam.services.access.run_read`: a READ transaction (the
+server refuses writes), the agent's timeout and this tool's row cap, and is planned first: a plan
+that would load CSV is refused before anything runs. A mistake in the query
+(syntax, a refused write, a timeout) comes back to the agent as text; a dead server raises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..services.access import QueryRefused, run_read
+from .tool_render import ToolResult, bounded, collect_message_ids, cut, plain
+
+
+#: Operators refused by plan: LoadCSV makes the server fetch a URL or read a file, whatever the
+#: query's spelling (``LOAD/**/CSV``, inside ``CALL {}``); the local server blocks it too.
+REFUSED_OPERATORS = frozenset({"LoadCSV"})
+
+
+def run_cypher_tool(driver: Any, database: str, query: str, *, timeout_s: float | None, max_rows: int,
+                    max_result_chars: int, value_chars: int) -> ToolResult:
+    """Run the agent's ``query`` read-only and render its rows (or its error) for the agent."""
+    try:
+        rows = run_read(driver, database, query, {}, timeout_s=timeout_s, max_rows=max_rows,
+                        refuse_operators=REFUSED_OPERATORS, retry=False)
+    except QueryRefused:
+        return ToolResult("Cypher error: LOAD CSV is not allowed here (this tool reads the graph only).",
+                          is_error=True)
+    except Exception as exc:  # noqa: BLE001 - classified below
+        if not _is_query_error(exc):
+            raise
+        return ToolResult(_cypher_error_text(exc), is_error=True)
+    items = [plain(row, value_chars) for row in rows]
+    columns = list(rows[0].keys()) if rows else []
+    header: dict[str, Any] = {"columns": columns}
+    if getattr(rows, "truncated", False):
+        header["truncated"] = f"only the first {len(rows)} rows are shown (row cap)"
+    text, shown = bounded(header, items, max_result_chars, "rows")
+    ids: set[int] = set()
+    collect_message_ids(shown, ids)
+    return ToolResult(text, sorted(ids))
+
+
+def _is_query_error(exc: BaseException) -> bool:
+    """A mistake in the agent's query (syntax, a refused write, a timeout) rather than a fault
+    of the infrastructure (database down), which must propagate."""
+    import neo4j.exceptions as ne
+
+    if isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.AuthError)):
+        return False
+    return isinstance(exc, (ne.Neo4jError, ne.ResultError,
+                            TypeError, ValueError))
+
+
+def _cypher_error_text(exc: BaseException) -> str:
+    code = getattr(exc, "code", None) or type(exc).__name__
+    message = getattr(exc, "message", None) or str(exc)
+    message = " ".join(str(message).split())
+    if "AccessMode" in str(code) or "read access mode" in message.lower() or "read-only" in message.lower():
+        hint = " (this tool is read-only: writes are refused)"
+    elif "timedout" in str(code).lower() or "timeout" in str(code).lower() or "terminated" in message.lower():
+        hint = " (the query took too long; make it more selective)"
+    elif "outofmemory" in str(code).lower() or "memory" in message.lower():
+        hint = " (the query needs more memory than the server allows; make it more selective)"
+    else:
+        hint = ""
+    return cut(f"Cypher error{hint}: {code}: {message}", 1500)
