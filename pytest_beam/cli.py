@@ -31,6 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--all", dest="list_all", action="store_true", help="list the records in the results folder")
     report.add_argument("--html", metavar="OUT", default=None,
                         help="write the HTML page to OUT (one record, or A B: B compared with A)")
+    report.add_argument("--force", action="store_true",
+                        help="show (and gate on) deltas between records scored under different profiles or prompts")
+    report.add_argument(
+        "--fail-on-drop", metavar="T", type=float, default=None,
+        help="with A B: exit 1 when any ability, or the overall mean, dropped by more than T beyond its "
+             "interval, i.e. the upper end of the paired 95%% interval of B - A is below -T; else exit 0")
     return parser
 
 
@@ -42,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if len(args.records) > 2:
             parser.exit(2, f"pytest-beam report: give at most two records (got {len(args.records)})\n")
-        return run_report(args.records, results_dir=args.results, list_all=args.list_all, html=args.html)
+        return run_report(args.records, results_dir=args.results, list_all=args.list_all, html=args.html,
+                          force=args.force, fail_on_drop=args.fail_on_drop)
     parser.print_help(sys.stderr)
     return 2
 

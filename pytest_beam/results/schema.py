@@ -15,10 +15,11 @@ from ..scoring.scores import ItemScore
 
 __all__ = [
     "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",
-    "Outcome", "UsageRow", "ItemScore", "QuestionRecord", "AbilityStats", "OverallStats", "RunRecord",
+    "Outcome", "UsageRow", "ItemScore", "QuestionRecord", "MeanInterval", "AbilityStats", "OverallStats",
+    "ScoringStamp", "RunRecord",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: intervals, scoring stamp, judge repeats, system name, label, context tokens
 RECORD_FILE = "record.json"
 TRACE_FILE = "trace.jsonl.gz"
 NOTICE_FILE = "NOTICE"
@@ -88,6 +89,10 @@ class QuestionRecord(_Model):
     source_message_ids: list[int] = Field(default_factory=list)
     retrieved_message_ids: list[int] = Field(default_factory=list)
     answer_changed: bool | None = Field(None, description="The answer differs from its snapshot (None: not compared)")
+    context_tokens: int | None = Field(
+        None, description="Tokens the system put in front of the answering model for this question (None: not measured)")
+    judge_agreement: float | None = Field(
+        None, description="With judge repeats: share of this question's rubric items where every repeat agreed")
     trace: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
@@ -116,6 +121,17 @@ class QuestionRecord(_Model):
         return agent.calls + agent.cached_calls + agent.replayed_calls
 
 
+class MeanInterval(_Model):
+    """A 95% (``level``) interval of a mean, by a seeded bootstrap over conversations."""
+
+    low: float
+    high: float
+    level: float = 0.95
+    clusters: int = Field(description="Conversations resampled")
+    resamples: int
+    seed: int
+
+
 class AbilityStats(_Model):
     n: int = Field(0, description="Questions with a score (errors and skips are not counted here)")
     mean: float | None = None
@@ -126,6 +142,7 @@ class AbilityStats(_Model):
     failed: int = Field(0, description="failed + xfailed")
     errors: int = 0
     skipped: int = 0
+    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
 
 
 class OverallStats(_Model):
@@ -136,6 +153,19 @@ class OverallStats(_Model):
     mean_of_abilities: float | None = Field(None, description="Unweighted mean of the ability means")
     errors: int = 0
     skipped: int = 0
+    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
+    judge_agreement: float | None = Field(
+        None, description="With judge repeats: share of all rubric items where every repeat agreed")
+    context_tokens_mean: float | None = None
+    context_tokens_p95: float | None = None
+
+
+class ScoringStamp(_Model):
+    """What scored the run, so two records can be told comparable or not."""
+
+    profile: str = Field(description="The scoring profile (--beam-scorer): default, upstream or omnimemeval")
+    prompt_sha256: dict[str, str] = Field(default_factory=dict, description="prompt name -> sha256 of its text")
+    judge_runs: int = Field(1, description="Times each rubric item was judged (--beam-judge-runs)")
 
 
 class RunRecord(_Model):
@@ -152,6 +182,10 @@ class RunRecord(_Model):
     data_revision: str | None = None
     scorer: str | None = None
     models: dict[str, str | None] = Field(default_factory=dict, description="role -> model name")
+    scoring: ScoringStamp | None = Field(None, description="Profile, prompt hashes and judge repeats (None: older record)")
+    system: str | None = Field(None, description="The memory system's ``name``")
+    label: str | None = Field(None, description="--beam-label: the user's name for this run")
+    rejudged_from: str | None = Field(None, description="The run id whose answers this record scored again")
     judge_is_agent: bool = False
     settings: dict[str, Any] = Field(default_factory=dict)
     pass_score: float | None = None
@@ -184,6 +218,11 @@ class RunRecord(_Model):
 
         abilities, overall = aggregate(self.questions)
         return self.model_copy(update={"abilities": abilities, "overall": overall})
+
+    @property
+    def profile(self) -> str | None:
+        """The scoring profile: the stamp's, else (older records) the scorer setting."""
+        return self.scoring.profile if self.scoring is not None else self.scorer
 
     def question(self, qid: str) -> QuestionRecord | None:
         for q in self.questions:
