@@ -5,6 +5,7 @@ Readers ignore fields they do not know, so a record written by a newer version s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
@@ -15,7 +16,7 @@ from ..scoring.scores import ItemScore
 
 __all__ = [
     "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",
-    "Outcome", "UsageRow", "ItemScore", "QuestionRecord", "MeanInterval", "AbilityStats", "OverallStats",
+    "Outcome", "UsageRow", "all_calls", "ItemScore", "QuestionRecord", "MeanInterval", "AbilityStats", "OverallStats",
     "ScoringStamp", "RunRecord",
 ]
 
@@ -56,6 +57,16 @@ class UsageRow(_Model):
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+def all_calls(usage: Mapping[str, UsageRow | Mapping[str, Any]]) -> int:
+    """Model calls in a usage table, whether live, cached or replayed: the one count of a question's
+    calls that the record, the terminal, the page and JUnit all show (a replay makes no live call)."""
+    total = 0
+    for row in usage.values():
+        get = row.get if isinstance(row, Mapping) else (lambda k, d=0, r=row: getattr(r, k, d))
+        total += int(get("calls", 0) or 0) + int(get("cached_calls", 0) or 0) + int(get("replayed_calls", 0) or 0)
+    return total
 
 
 class QuestionRecord(_Model):
@@ -111,7 +122,7 @@ class QuestionRecord(_Model):
     @property
     def calls(self) -> int:
         """Model calls this question made, whether live, cached or replayed from a cassette."""
-        return sum(u.calls + u.cached_calls + u.replayed_calls for u in self.usage.values())
+        return all_calls(self.usage)
 
     @property
     def agent_calls(self) -> int:
