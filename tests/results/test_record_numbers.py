@@ -116,3 +116,19 @@ def test_context_tokens_mean_and_nearest_rank_p95():
     assert r.overall.context_tokens_p95 == 1900.0  # rank ceil(0.95 * 20) = 19
     assert percentile([], 0.95) is None and percentile([7.0], 0.95) == 7.0
     assert "context tokens per question: mean 1,050, p95 1,900" in "\n".join(render_summary(r))
+
+
+def test_settings_resolve_judge_runs_and_label_by_flag_env_and_ini():
+    from pytest_beam.settings import OPTION_BY_NAME, resolve
+
+    def settings(flags=None, environ=None, ini=None):
+        return resolve((flags or {}).get, (ini or {}).get, environ or {})
+
+    assert (settings().judge_runs, settings().label) == (1, None)
+    assert settings({"judge_runs": "3"}).judge_runs == 3
+    assert settings(environ={"BEAM_JUDGE_RUNS": "2"}).judge_runs == 2
+    assert settings(ini={"label": "nightly"}).label == "nightly"
+    assert settings({"label": "a"}, {"BEAM_LABEL": "b"}).label == "a"  # the flag wins
+    assert OPTION_BY_NAME["judge_runs"].flag_name == "--beam-judge-runs"
+    assert OPTION_BY_NAME["label"].flag_name == "--beam-label"
+    assert settings({"label": "x"}).public_dict()["label"] == "x"
