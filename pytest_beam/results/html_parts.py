@@ -75,6 +75,10 @@ def chart(record: RunRecord, other: RunRecord | None) -> str:
             b = base[ability]
             parts.append(f'<rect class="bar-base" data-ability="{e(ability)}" x="{label_w}" y="{y + 22}" '
                          f'width="{b.mean * bar_w:.1f}" height="8"><title>{e(f"baseline {other.run_id}: {fmt_score(b.mean)} (n={b.n})")}</title></rect>')
+        if s.interval is not None:  # the 95% interval as a whisker across the bar
+            x1, x2 = label_w + s.interval.low * bar_w, label_w + s.interval.high * bar_w
+            parts.append(f'<line class="ci" data-ability="{e(ability)}" x1="{x1:.1f}" x2="{x2:.1f}" y1="{y + 11}" '
+                         f'y2="{y + 11}"><title>{e(f"95% interval {fmt_interval(s.interval)}")}</title></line>')
         excl = s.mean_excluding_known_bad
         if excl is not None and s.n_excluding_known_bad != s.n:
             x = label_w + excl * bar_w

@@ -161,3 +161,19 @@ def test_all_calls_counts_live_cached_and_replayed():
 @pytest.fixture(autouse=True)
 def _no_artifacts(monkeypatch, tmp_path):
     monkeypatch.setenv("BEAM_ARTIFACTS", str(tmp_path / "artifacts"))
+
+
+@needs_chromium
+def test_the_chart_draws_each_interval_as_a_whisker(tmp_path):
+    from tests.results.factory import spread_record
+
+    scores = {f"conv{c}:abstention:0": float(c % 2) for c in range(1, 7)}
+    r = spread_record("A", scores)
+    iv = r.abilities["abstention"].interval
+    root = dom(tmp_path, render_html(r))
+    whisker = root.find("line", cls="ci")
+    assert whisker.attrs["data-ability"] == "abstention"
+    # the chart's bars start at x=230 and are 440 wide for a score of 1
+    assert (float(whisker.attrs["x1"]), float(whisker.attrs["x2"])) == (
+        round(230 + iv.low * 440, 1), round(230 + iv.high * 440, 1))
+    assert whisker.find("title").text == f"95% interval [{iv.low:.3f}, {iv.high:.3f}]"
