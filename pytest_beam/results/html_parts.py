@@ -87,7 +87,7 @@ def chart(record: RunRecord, other: RunRecord | None) -> str:
         if s.mean is None:
             label = f"no score (n=0, {s.errors} errors, {s.skipped} skipped)"
         else:
-            label = f"{fmt_score(s.mean)}  n={s.n}"
+            label = f"{fmt_score(s.mean)} {fmt_interval(s.interval)}  n={s.n}" if s.interval else f"{fmt_score(s.mean)}  n={s.n}"
             if s.n_excluding_known_bad != s.n:
                 label += f" \u00b7 excl. known-bad {fmt_score(excl)} (n={s.n_excluding_known_bad})"
             if s.errors or s.skipped:
