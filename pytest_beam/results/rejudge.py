@@ -64,7 +64,7 @@ def rejudge_question(old: QuestionRecord, probing: Any, judge: Any, *, profile: 
         "event_detail": score.event_detail.model_dump(mode="json") if score.event_detail else None,
         "outcome": _outcome(value, known_bad, pass_score), "error": None, "scorer": profile,
         "usage": {role: UsageRow.model_validate(u.to_dict()) for role, u in used.items()},
-        "seconds": time.monotonic() - started, "trace": [], "judge_agreement": None,
+        "seconds": time.monotonic() - started, "trace": [],
     })
 
 

@@ -102,13 +102,17 @@ class QuestionRecord(_Model):
     answer_changed: bool | None = Field(None, description="The answer differs from its snapshot (None: not compared)")
     context_tokens: int | None = Field(
         None, description="Tokens the system put in front of the answering model for this question (None: not measured)")
-    judge_agreement: float | None = Field(
-        None, description="With judge repeats: share of this question's rubric items where every repeat agreed")
     trace: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
         "may be empty here, always present in the trace file",
     )
+
+    @property
+    def judge_agreement(self) -> float | None:
+        """With judge repeats: share of this question's repeated rubric items whose repeats all agreed."""
+        repeated = [item for item in self.items if len(item.repeats) > 1]
+        return sum(len(set(i.repeats)) == 1 for i in repeated) / len(repeated) if repeated else None
 
     @property
     def known_bad(self) -> bool:

@@ -53,7 +53,7 @@ def test_three_runs_judge_every_item_three_times_and_score_the_mean(mode):
     assert sister.reason == "repeat 0"
     record = QuestionRecord(id=score.question_id, ability="information_extraction",
                             score=score.score, items=score.items)
-    assert judge_agreement([record]) == 0.5  # Biscuit agreed in all three, sister did not
+    assert judge_agreement([record]) == 0.5 == record.judge_agreement  # Biscuit agreed in all three, sister not
 
 
 def test_one_run_is_the_plain_judge():
