@@ -31,7 +31,65 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--all", dest="list_all", action="store_true", help="list the records in the results folder")
     report.add_argument("--html", metavar="OUT", default=None,
                         help="write the HTML page to OUT (one record, or A B: B compared with A)")
+    report.add_argument("--force", action="store_true",
+                        help="show (and gate on) deltas between records scored under different profiles or prompts")
+    report.add_argument(
+        "--fail-on-drop", metavar="T", type=float, default=None,
+        help="with A B: exit 1 when any ability, or the overall mean, dropped by more than T beyond its "
+             "interval, i.e. the upper end of the paired 95%% interval of B - A is below -T; else exit 0")
+    rejudge = sub.add_parser(
+        "rejudge",
+        help="score an earlier run's answers again (no ingest, no agent call)",
+        description=(
+            "Score the answers of an earlier record again with the judge (a new judge model or scoring "
+            "profile), with no ingest and no agent call; writes a new record that points to the one it "
+            "re-judged. The endpoint comes from --beam-base-url or BEAM_BASE_URL, the key from BEAM_API_KEY "
+            "(or OPENAI_API_KEY); every other beam setting from its BEAM_* variable."
+        ),
+    )
+    rejudge.add_argument("run", metavar="RUN", help="a record.json, a run directory, or a run id in --results")
+    rejudge.add_argument("--results", metavar="DIR", default=None,
+                         help="results folder (default: $BEAM_RESULTS or .beam/results); the new record goes here")
+    for name, meta, helptext in _REJUDGE_FLAGS:
+        rejudge.add_argument("--beam-" + name.replace("_", "-"), dest=name, metavar=meta, default=None, help=helptext)
     return parser
+
+
+_REJUDGE_FLAGS = (
+    ("judge_model", "M", "the judge model (default: the record's judge)"),
+    ("scorer", "P", "the scoring profile: default, upstream or omnimemeval (default: the record's)"),
+    ("judge_runs", "N", "judge every rubric item N times (default 1)"),
+    ("base_url", "URL", "OpenAI-compatible endpoint (default: BEAM_BASE_URL)"),
+    ("data", "DIR", "BEAM data directory (default: BEAM_DATA, else the one the run read)"),
+    ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),
+)
+
+
+def _rejudge(args: argparse.Namespace) -> int:
+    import os
+
+    from .results.rejudge import RejudgeError, rejudge
+    from .results.report import default_results_dir, find_record
+    from .results.store import RecordNotFound
+    from .settings import SettingsError, resolve
+
+    results = args.results or default_results_dir()
+    flags = {name: getattr(args, name) for name, _, _ in _REJUDGE_FLAGS}
+    try:
+        settings = resolve(lambda name: flags.get(name), lambda name: None, dict(os.environ))
+        path, record = rejudge(find_record(args.run, results), settings,
+                               judge_model=flags["judge_model"] or os.environ.get("BEAM_JUDGE_MODEL") or None,
+                               profile=flags["scorer"] or os.environ.get("BEAM_SCORER") or None,
+                               results_dir=args.results)
+    except (RecordNotFound, SettingsError, RejudgeError, ValueError) as exc:
+        print(f"pytest-beam rejudge: {exc}", file=sys.stderr)
+        return 2
+    from .results.summary import render_summary
+
+    for line in render_summary(record):
+        print(line)
+    print(f"record: {path}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,7 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if len(args.records) > 2:
             parser.exit(2, f"pytest-beam report: give at most two records (got {len(args.records)})\n")
-        return run_report(args.records, results_dir=args.results, list_all=args.list_all, html=args.html)
+        return run_report(args.records, results_dir=args.results, list_all=args.list_all, html=args.html,
+                          force=args.force, fail_on_drop=args.fail_on_drop)
+    if args.command == "rejudge":
+        return _rejudge(args)
     parser.print_help(sys.stderr)
     return 2
 

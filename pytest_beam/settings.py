@@ -103,6 +103,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float),
     Option("html", "Also write the HTML report beside the record.", False, _bool, is_bool=True),
     Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20).", None, _conversation_list),
+    Option("judge_runs", "Judge every rubric item this many times (each repeat its own cached call); the record keeps the mean and the agreement between repeats.", 1, int),
+    Option("label", "A name for this run, shown in the record, the summary and the report.", None),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -140,6 +142,8 @@ class Settings:
     neo4j_start_timeout: float
     html: bool
     conversations: str | None = None
+    judge_runs: int = 1
+    label: str | None = None
 
     def __repr__(self) -> str:  # the key never shows, whatever prints settings
         shown = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -92,9 +92,13 @@ class ModelClient:
         tool_choice: str | dict | None = None,
         max_tokens: int | None = None,
         response_format: dict | None = None,
+        repeat: int = 0,
     ) -> ChatResult:
+        """One chat call. ``repeat`` > 0 asks the same request again as its own call (judge repeats):
+        the number is folded into the cache key and cassette fingerprint, never sent to the endpoint;
+        ``repeat=0`` keys exactly as a call without it."""
         return self._chat(role, messages, tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
-                          response_format=response_format, structured_schema=None)
+                          response_format=response_format, structured_schema=None, repeat=repeat)
 
     def structured(
         self,
@@ -189,7 +193,11 @@ class ModelClient:
         max_tokens: int | None,
         response_format: dict | None,
         structured_schema: dict | None,
+        repeat: int = 0,
     ) -> ChatResult:
+        if repeat < 0:
+            raise ValueError(f"repeat {repeat} must be at least 0")
+        salt: dict[str, Any] = {"repeat": repeat} if repeat else {}
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
         model = self.models.for_role(role)
@@ -217,11 +225,11 @@ class ModelClient:
             "messages": len(messages),
             "tools": [t.get("function", {}).get("name", t.get("name")) for t in tools or []],
             "response_format": (response_format or {}).get("type"),
-            "fingerprint": fingerprint({"kind": "chat", **logical}),
+            "fingerprint": fingerprint({"kind": "chat", **logical, **salt}),
         }
         try:
             got = self._obtain("chat", role, model, logical, structured_schema=structured_schema,
-                               fp=trace["fingerprint"])
+                               fp=trace["fingerprint"], salt=salt)
             text, tool_calls, finish_reason = parse_chat(got.data)
         except ModelEndpointError as exc:
             self.meter.record(role, Usage(errors=1, latency_s=time.monotonic() - started))
@@ -264,8 +272,9 @@ class ModelClient:
     # -- sources: cassette, cache, network ------------------------------------------------------------
 
     def _obtain(self, kind: str, role: str, model: str, logical: dict[str, Any], *,
-                structured_schema: dict | None, fp: str | None = None) -> _Obtained:
-        request = {"kind": kind, **logical}
+                structured_schema: dict | None, fp: str | None = None,
+                salt: dict[str, Any] | None = None) -> _Obtained:
+        request = {"kind": kind, **logical, **(salt or {})}  # the salt keys the call; only `logical` is sent
         fp = fp or fingerprint(request)
         occurrence = 0
         cassette = self.cassette

@@ -1,25 +1,67 @@
-"""Per-ability and overall means of a run's questions (product.md section 3)."""
+"""Per-ability and overall means of a run's questions (product.md section 3), with their intervals."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
-from .schema import AbilityStats, OverallStats, QuestionRecord
+from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
+from .schema import AbilityStats, MeanInterval, OverallStats, QuestionRecord
 
-__all__ = ["aggregate"]
+__all__ = ["aggregate", "cluster_key", "interval_of", "judge_agreement", "percentile"]
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def cluster_key(q: QuestionRecord) -> str:
+    """The conversation a question belongs to: its ``conversation_id``, else its id's first part."""
+    return q.conversation_id or q.id.split(":", 1)[0]
+
+
+def interval_of(questions: Sequence[QuestionRecord], *, seed: int = DEFAULT_SEED,
+                resamples: int = DEFAULT_RESAMPLES) -> MeanInterval | None:
+    """The 95% cluster-bootstrap interval of the mean score of the scored ``questions`` (None: none scored).
+
+    Questions of one conversation share one memory, so conversations, not questions, are resampled.
+    """
+    scored = [q for q in questions if q.scored]
+    if not scored:
+        return None
+    clusters = {q.id: cluster_key(q) for q in scored}
+    iv = cluster_bootstrap({q.id: float(q.score) for q in scored}, seed=seed, resamples=resamples,  # type: ignore[arg-type]
+                           cluster_of=clusters.__getitem__)
+    return MeanInterval(low=iv.low, high=iv.high, level=iv.level, clusters=iv.clusters, resamples=iv.resamples,
+                        seed=iv.seed)
+
+
+def judge_agreement(questions: Iterable[QuestionRecord]) -> float | None:
+    """Share of rubric items judged more than once whose repeats all gave the same score (None: no repeats)."""
+    repeated = [item for q in questions for item in q.items if len(item.repeats) > 1]
+    if not repeated:
+        return None
+    return sum(len(set(item.repeats)) == 1 for item in repeated) / len(repeated)
+
+
+def percentile(values: Sequence[float], share: float) -> float | None:
+    """The nearest-rank percentile (``share`` in 0..1): a value that occurred, no interpolation."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(share * len(ordered)))
+    return float(ordered[rank - 1])
+
+
 def aggregate(questions: Iterable[QuestionRecord]) -> tuple[dict[str, AbilityStats], OverallStats]:
     """Per-ability and overall means.
 
-    Only questions with a score count (an error or a skip is counted apart, never as 0). The
+    Each mean carries its 95% cluster-bootstrap interval (seeded: the same scores give the same
+    interval). Only questions with a score count (an error or a skip is counted apart, never as 0). The
     excluding mean leaves out questions flagged ``known_bad_rubric``. Each flag is counted once per
     question that carries it, errors and skips included.
     """
+    questions = list(questions)
     by_ability: dict[str, list[QuestionRecord]] = {}
     for q in questions:
         by_ability.setdefault(q.ability, []).append(q)
@@ -50,6 +92,7 @@ def aggregate(questions: Iterable[QuestionRecord]) -> tuple[dict[str, AbilitySta
             failed=sum(q.outcome in ("failed", "xfailed") for q in qs),
             errors=sum(q.outcome == "error" for q in qs),
             skipped=sum(q.outcome == "skipped" for q in qs),
+            interval=interval_of(qs),
         )
         abilities[ability] = stats
         all_scores.extend(scores)  # type: ignore[arg-type]
@@ -57,6 +100,7 @@ def aggregate(questions: Iterable[QuestionRecord]) -> tuple[dict[str, AbilitySta
         errors += stats.errors
         skipped += stats.skipped
 
+    context = [float(q.context_tokens) for q in questions if q.context_tokens is not None and q.outcome != "skipped"]
     ability_means = [s.mean for s in abilities.values() if s.mean is not None]
     overall = OverallStats(
         n=len(all_scores),
@@ -66,5 +110,9 @@ def aggregate(questions: Iterable[QuestionRecord]) -> tuple[dict[str, AbilitySta
         mean_of_abilities=_mean(ability_means),
         errors=errors,
         skipped=skipped,
+        interval=interval_of(questions),
+        judge_agreement=judge_agreement(questions),
+        context_tokens_mean=_mean(context),
+        context_tokens_p95=percentile(context, 0.95),
     )
     return abilities, overall

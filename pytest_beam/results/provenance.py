@@ -1,4 +1,5 @@
-"""Where a run came from: the git commit (and whether the tree was dirty) and the lockfile's hash."""
+"""Where a run came from: the git commit (and whether the tree was dirty), the lockfile's hash, and
+what scored it (profile, prompt hashes, judge repeats)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,32 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["git_info", "lockfile_hash"]
+from .schema import ScoringStamp
+
+__all__ = ["git_info", "lockfile_hash", "prompt_hashes", "scoring_stamp"]
+
+
+def prompt_hashes() -> dict[str, str]:
+    """sha256 of every judge prompt text a profile sends (all three profiles send BEAM's prompts).
+
+    The classifier's user message is a template; it is hashed with ``{first}``/``{second}`` in its
+    slots, so an edit to its fixed text changes the hash.
+    """
+    from ..scoring import prompts
+
+    texts = {
+        "judge": prompts.JUDGE_PROMPT,
+        "binary_classifier_system": prompts.BINARY_CLASSIFIER_SYSTEM,
+        "binary_classifier_user": prompts.binary_classifier_user("{first}", "{second}"),
+    }
+    return {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()}
+
+
+def scoring_stamp(profile: str, judge_runs: int = 1) -> ScoringStamp:
+    """The record's scoring stamp for a run scored under ``profile`` (checked) with ``judge_runs`` repeats."""
+    from ..scoring.profiles import get_profile
+
+    return ScoringStamp(profile=get_profile(profile).name, prompt_sha256=prompt_hashes(), judge_runs=judge_runs)
 
 
 def git_info(root: str | os.PathLike[str]) -> tuple[str | None, bool | None]:

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import TextIO
 
 from .record import RecordNotFound, RunRecord, list_records, read_record, resolve_record_path, with_traces
-from .summary import render_comparison, render_listing, render_summary
+from .compare import compare, drops_beyond
+from .comparison_text import render_comparison
+from .summary import render_listing, render_summary
+from .text import fmt_delta
 
 __all__ = ["DEFAULT_RESULTS", "default_results_dir", "find_record", "load", "run_report"]
 
@@ -51,9 +54,14 @@ def run_report(
     results_dir: str | os.PathLike[str] | None = None,
     list_all: bool = False,
     html: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    fail_on_drop: float | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
+    """Print, list, compare or render; the exit status is 0, 2 (a record not there or unreadable,
+    bad arguments) or, with ``fail_on_drop`` and two records, 1 when a drop passes the gate
+    (see :func:`.compare.drops_beyond`)."""
     out = out or sys.stdout
     err = err or sys.stderr
     results = Path(results_dir) if results_dir is not None else default_results_dir()
@@ -64,6 +72,10 @@ def run_report(
 
     if len(records) > 2:
         return fail(f"give at most two records (got {len(records)})")
+    if fail_on_drop is not None and (len(records) != 2 or list_all):
+        return fail("--fail-on-drop compares a baseline with a run: give two records, A (baseline) and B")
+    if fail_on_drop is not None and fail_on_drop < 0:
+        return fail(f"--fail-on-drop {fail_on_drop}: the threshold must be at least 0")
     try:
         if list_all:
             if records:
@@ -83,7 +95,7 @@ def run_report(
         from .html import render_html
 
         recs = [with_traces(rec, path.parent) for path, rec in loaded]
-        page = render_html(recs[-1], recs[0]) if len(recs) == 2 else render_html(recs[0])
+        page = render_html(recs[-1], recs[0], force=force) if len(recs) == 2 else render_html(recs[0])
         target = Path(html)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -93,11 +105,28 @@ def run_report(
         print(f"wrote {target}", file=out)
         return 0
 
-    if len(loaded) == 2:
-        lines = render_comparison(loaded[0][1], loaded[1][1])
-    else:
+    if len(loaded) != 2:
         print(f"record: {loaded[0][0]}", file=out)
-        lines = render_summary(loaded[0][1])
-    for line in lines:
+        for line in render_summary(loaded[0][1]):
+            print(line, file=out)
+        return 0
+    a, b = loaded[0][1], loaded[1][1]
+    cmp = compare(a, b)
+    for line in render_comparison(a, b, force=force, comparison=cmp):
         print(line, file=out)
+    if fail_on_drop is None:
+        return 0
+    if cmp.profile_mismatch and not force:
+        return fail(f"--fail-on-drop: {cmp.profile_mismatch}; no gate on scores of different scales (--force to gate anyway)")
+    dropped = drops_beyond(cmp, fail_on_drop)
+    print("", file=out)
+    if dropped:
+        for r in dropped:
+            p = r.paired
+            assert p is not None
+            print(f"DROP: {r.ability} fell {fmt_delta(r.delta)} (95% interval of the delta "
+                  f"[{p.low:+.3f}, {p.high:+.3f}], whose upper end is below -{fail_on_drop:g})", file=out)
+        print(f"fail-on-drop {fail_on_drop:g}: {len(dropped)} drop(s) beyond the interval; exit status 1", file=out)
+        return 1
+    print(f"fail-on-drop {fail_on_drop:g}: no ability and not the overall mean dropped beyond its interval", file=out)
     return 0

@@ -5,6 +5,7 @@ Readers ignore fields they do not know, so a record written by a newer version s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
@@ -15,10 +16,11 @@ from ..scoring.scores import ItemScore
 
 __all__ = [
     "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",
-    "Outcome", "UsageRow", "ItemScore", "QuestionRecord", "AbilityStats", "OverallStats", "RunRecord",
+    "Outcome", "UsageRow", "all_calls", "ItemScore", "QuestionRecord", "MeanInterval", "AbilityStats", "OverallStats",
+    "ScoringStamp", "RunRecord",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: intervals, scoring stamp, judge repeats, system name, label, context tokens
 RECORD_FILE = "record.json"
 TRACE_FILE = "trace.jsonl.gz"
 NOTICE_FILE = "NOTICE"
@@ -57,6 +59,16 @@ class UsageRow(_Model):
         return self.prompt_tokens + self.completion_tokens
 
 
+def all_calls(usage: Mapping[str, UsageRow | Mapping[str, Any]]) -> int:
+    """Model calls in a usage table, whether live, cached or replayed: the one count of a question's
+    calls that the record, the terminal, the page and JUnit all show (a replay makes no live call)."""
+    total = 0
+    for row in usage.values():
+        get = row.get if isinstance(row, Mapping) else (lambda k, d=0, r=row: getattr(r, k, d))
+        total += int(get("calls", 0) or 0) + int(get("cached_calls", 0) or 0) + int(get("replayed_calls", 0) or 0)
+    return total
+
+
 class QuestionRecord(_Model):
     """One probing question of one run: its answer, scores, flags, usage and (optionally) trace."""
 
@@ -88,11 +100,19 @@ class QuestionRecord(_Model):
     source_message_ids: list[int] = Field(default_factory=list)
     retrieved_message_ids: list[int] = Field(default_factory=list)
     answer_changed: bool | None = Field(None, description="The answer differs from its snapshot (None: not compared)")
+    context_tokens: int | None = Field(
+        None, description="Tokens the system put in front of the answering model for this question (None: not measured)")
     trace: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
         "may be empty here, always present in the trace file",
     )
+
+    @property
+    def judge_agreement(self) -> float | None:
+        """With judge repeats: share of this question's repeated rubric items whose repeats all agreed."""
+        repeated = [item for item in self.items if len(item.repeats) > 1]
+        return sum(len(set(i.repeats)) == 1 for i in repeated) / len(repeated) if repeated else None
 
     @property
     def known_bad(self) -> bool:
@@ -106,7 +126,7 @@ class QuestionRecord(_Model):
     @property
     def calls(self) -> int:
         """Model calls this question made, whether live, cached or replayed from a cassette."""
-        return sum(u.calls + u.cached_calls + u.replayed_calls for u in self.usage.values())
+        return all_calls(self.usage)
 
     @property
     def agent_calls(self) -> int:
@@ -114,6 +134,17 @@ class QuestionRecord(_Model):
         if agent is None:
             return self.agent_steps
         return agent.calls + agent.cached_calls + agent.replayed_calls
+
+
+class MeanInterval(_Model):
+    """A 95% (``level``) interval of a mean, by a seeded bootstrap over conversations."""
+
+    low: float
+    high: float
+    level: float = 0.95
+    clusters: int = Field(description="Conversations resampled")
+    resamples: int
+    seed: int
 
 
 class AbilityStats(_Model):
@@ -126,6 +157,7 @@ class AbilityStats(_Model):
     failed: int = Field(0, description="failed + xfailed")
     errors: int = 0
     skipped: int = 0
+    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
 
 
 class OverallStats(_Model):
@@ -136,6 +168,19 @@ class OverallStats(_Model):
     mean_of_abilities: float | None = Field(None, description="Unweighted mean of the ability means")
     errors: int = 0
     skipped: int = 0
+    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
+    judge_agreement: float | None = Field(
+        None, description="With judge repeats: share of all rubric items where every repeat agreed")
+    context_tokens_mean: float | None = None
+    context_tokens_p95: float | None = None
+
+
+class ScoringStamp(_Model):
+    """What scored the run, so two records can be told comparable or not."""
+
+    profile: str = Field(description="The scoring profile (--beam-scorer): default, upstream or omnimemeval")
+    prompt_sha256: dict[str, str] = Field(default_factory=dict, description="prompt name -> sha256 of its text")
+    judge_runs: int = Field(1, description="Times each rubric item was judged (--beam-judge-runs)")
 
 
 class RunRecord(_Model):
@@ -152,6 +197,10 @@ class RunRecord(_Model):
     data_revision: str | None = None
     scorer: str | None = None
     models: dict[str, str | None] = Field(default_factory=dict, description="role -> model name")
+    scoring: ScoringStamp | None = Field(None, description="Profile, prompt hashes and judge repeats (None: older record)")
+    system: str | None = Field(None, description="The memory system's ``name``")
+    label: str | None = Field(None, description="--beam-label: the user's name for this run")
+    rejudged_from: str | None = Field(None, description="The run id whose answers this record scored again")
     judge_is_agent: bool = False
     settings: dict[str, Any] = Field(default_factory=dict)
     pass_score: float | None = None
@@ -184,6 +233,11 @@ class RunRecord(_Model):
 
         abilities, overall = aggregate(self.questions)
         return self.model_copy(update={"abilities": abilities, "overall": overall})
+
+    @property
+    def profile(self) -> str | None:
+        """The scoring profile: the stamp's, else (older records) the scorer setting."""
+        return self.scoring.profile if self.scoring is not None else self.scorer
 
     def question(self, qid: str) -> QuestionRecord | None:
         for q in self.questions:

@@ -95,12 +95,18 @@ class JudgeText:
     calls: int
 
 
-def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: int = JUDGE_MAX_TOKENS) -> JudgeText:
+def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: int = JUDGE_MAX_TOKENS,
+              repeat: int = 0) -> JudgeText:
     """One judge question (role ``"judge"``); client exceptions propagate.
 
+    ``repeat`` > 0 asks again as its own call (the model client keys its cache by it); repeat 0
+    is the call as it always was, so a judge without repeats needs no ``repeat`` argument.
     A reply with no text at all flags ``parse_error`` and reads as "" (product.md section 3).
     """
-    result = judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=max_tokens)
+    if repeat:
+        result = judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=max_tokens, repeat=repeat)  # type: ignore[call-arg]
+    else:
+        result = judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=max_tokens)
     flags = frozenset({"parse_error"}) if result.text is None else frozenset()
     return JudgeText(result.text or "", flags, 1)
 
@@ -147,11 +153,11 @@ def _numeric(value: Any) -> float | None:
 
 
 def score_item(
-    question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode
+    question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode, repeat: int = 0
 ) -> tuple[ItemScore, set[str], int]:
-    """Judge one rubric item. Returns the item, its flags and the judge calls it took."""
+    """Judge one rubric item (``repeat``: which judge run). Returns the item, its flags and the judge calls it took."""
     prompt = fill_judge_prompt(question, rubric_item, answer, mode)
-    asked = ask_judge(judge, [{"role": "user", "content": prompt}])
+    asked = ask_judge(judge, [{"role": "user", "content": prompt}], repeat=repeat)
     reply = asked.text
     flags: set[str] = set(asked.flags)
 
@@ -205,14 +211,21 @@ def require_rubric(question: ProbingQuestion) -> list[str]:
     return list(question.rubric)
 
 
-def score_rubric(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
-    """Score an answer item by item against the question's rubric; question score = mean of items."""
+def score_rubric(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode,
+                 judge_runs: int = 1) -> QuestionScore:
+    """Score an answer item by item against the question's rubric; question score = mean of items.
+
+    With ``judge_runs`` N > 1 every item is judged N times and scores the mean of its repeats.
+    """
+    from .repeats import judge_repeatedly
+
     require_rubric(question)
     items: list[ItemScore] = []
     flags: set[str] = set()
     calls = 0
     for rubric_item in question.rubric:
-        item, item_flags, item_calls = score_item(question.question, rubric_item, answer, judge, mode)
+        item, item_flags, item_calls = judge_repeatedly(
+            lambda r, ri=rubric_item: score_item(question.question, ri, answer, judge, mode, repeat=r), judge_runs)
         items.append(item)
         flags |= item_flags
         calls += item_calls

@@ -35,6 +35,7 @@ from ..data.records import ProbingQuestion
 from .event_ordering import align_lines, answer_lines
 from .judge import JudgeModel, ask_judge, fill_judge_prompt, parse_judge_json, require_rubric
 from .metrics import event_ordering_metrics, kendall_tau_b
+from .repeats import judge_repeatedly
 from .scores import EventOrderingDetail, ItemScore, QuestionScore
 
 __all__ = [
@@ -75,21 +76,33 @@ def read_judge_number(reply: str) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _score_items(question: ProbingQuestion, answer: str, judge: JudgeModel) -> QuestionScore:
+def _score_one(question: ProbingQuestion, rubric_item: str, answer: str, judge: JudgeModel,
+               repeat: int) -> tuple[ItemScore, set[str], int]:
+    asked = ask_judge(judge, [{"role": "user", "content": fill_judge_prompt(question.question, rubric_item, answer, "default")}],
+                      repeat=repeat)
+    reply = asked.text
+    flags = set(asked.flags)
+    number, reason = read_judge_number(reply)
+    if number is None:
+        flags.add("parse_error")
+    item = ItemScore(rubric_item=rubric_item, score=0.0 if number is None else snap_item_score(number),
+                     judge_score=number, reason=reason, reply=reply, parsed=number is not None)
+    return item, flags, asked.calls
+
+
+def _score_items(question: ProbingQuestion, answer: str, judge: JudgeModel, judge_runs: int = 1) -> QuestionScore:
     items: list[ItemScore] = []
     flags: set[str] = set()
+    calls = 0
     for rubric_item in question.rubric:
-        asked = ask_judge(judge, [{"role": "user", "content": fill_judge_prompt(question.question, rubric_item, answer, "default")}])
-        reply = asked.text
-        flags.update(asked.flags)
-        number, reason = read_judge_number(reply)
-        if number is None:
-            flags.add("parse_error")
-        items.append(ItemScore(rubric_item=rubric_item, score=0.0 if number is None else snap_item_score(number),
-                               judge_score=number, reason=reason, reply=reply, parsed=number is not None))
+        item, item_flags, item_calls = judge_repeatedly(
+            lambda r, ri=rubric_item: _score_one(question, ri, answer, judge, r), judge_runs)
+        items.append(item)
+        flags |= item_flags
+        calls += item_calls
     return QuestionScore(question_id=question.id, ability=question.ability, mode="omnimemeval",
                          score=sum(i.score for i in items) / len(items), items=items, flags=sorted(flags),
-                         judge_calls=len(items))
+                         judge_calls=calls)
 
 
 @dataclass(frozen=True)
@@ -140,9 +153,10 @@ def _score_events(question: ProbingQuestion, answer: str, judge: JudgeModel) -> 
                          event_detail=detail)
 
 
-def score_question_omnimemeval(question: ProbingQuestion, answer: str, judge: JudgeModel) -> QuestionScore:
+def score_question_omnimemeval(question: ProbingQuestion, answer: str, judge: JudgeModel,
+                               judge_runs: int = 1) -> QuestionScore:
     """Score one answer under the omnimemeval profile (see the module docstring)."""
     if question.ability == "event_ordering":
         return _score_events(question, answer, judge)
     require_rubric(question)
-    return _score_items(question, answer, judge)
+    return _score_items(question, answer, judge, judge_runs)

@@ -12,12 +12,14 @@ __all__ = ["SCORER_MODES", "score_question"]
 SCORER_MODES: tuple[ScorerMode, ...] = ("default", "upstream", "omnimemeval")
 
 
-def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
+def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode,
+                   judge_runs: int = 1) -> QuestionScore:
     """Score ``answer`` to ``question`` with the judge model, in ``mode`` ("default", "upstream" or "omnimemeval").
 
     event_ordering questions go to the event-ordering metric (yes/no alignment calls, no rubric
     judge calls); every other ability to the rubric judge (one call per rubric item). Every call is
-    made with ``role="judge"``. Exceptions from the judge model propagate; a reply with no text
+    made with ``role="judge"``. ``judge_runs`` N > 1 judges every rubric item N times (each repeat
+    its own cached call) and scores the mean; event-ordering alignment runs once. Exceptions from the judge model propagate; a reply with no text
     scores its item 0 and flags ``parse_error``.
     """
     if mode not in SCORER_MODES:
@@ -25,7 +27,7 @@ def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mo
     if mode == "omnimemeval":  # the profile's own rules: scoring/omnimemeval.py, scoring/profiles.py
         from .omnimemeval import score_question_omnimemeval
 
-        return score_question_omnimemeval(question, answer, judge)
+        return score_question_omnimemeval(question, answer, judge, judge_runs)
     if question.ability == "event_ordering":
         return score_event_ordering(question, answer, judge, mode)
-    return score_rubric(question, answer, judge, mode)
+    return score_rubric(question, answer, judge, mode, judge_runs)

@@ -37,6 +37,9 @@ class ItemScore(_Record):
     reason: str | None = Field(default=None, description="The judge's 'reason' field, if any")
     reply: str | None = Field(default=None, description="The judge's raw reply text (None where not kept)")
     parsed: bool = Field(default=True, description="The reply parsed to a usable score (False -> item scored 0, flag parse_error)")
+    repeats: list[float] = Field(
+        default_factory=list,
+        description="With --beam-judge-runs N > 1: each repeat's item score, in order (``score`` is their mean)")
 
 
 class LineMatch(_Record):

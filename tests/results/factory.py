@@ -153,3 +153,19 @@ def run_record(run_id: str = "20250101T000000Z-aaaa", *, answer_ie0: str | None 
                          "chunks": 6, "empty_extractions": 1, "cache_hit": False, "seconds": 41.0}},
         exit_status=0,
     )
+
+
+def spread_record(run_id: str, scores: dict[str, float], *, scorer: str = "default",
+                  judge_model: str = "gpt-4.1-mini", started: str = "2025-01-01T00:00:00+00:00",
+                  stamp: bool = True) -> RunRecord:
+    """A record over several conversations: one scored question per ``"convN:ability:i"`` id."""
+    from pytest_beam.results.provenance import scoring_stamp
+
+    qs = [QuestionRecord(id=qid, conversation_id=qid.split(":")[0], ability=qid.split(":")[1],
+                         index=int(qid.split(":")[2]), question=f"question {qid}", answer=f"answer {score}",
+                         score=score, score_excluding_known_bad=score, outcome="passed" if score >= 0.5 else "failed",
+                         scorer=scorer)
+          for qid, score in scores.items()]
+    return RunRecord(run_id=run_id, started=started, mode="complete", scorer=scorer,
+                     scoring=scoring_stamp(scorer) if stamp else None,
+                     models={"agent": "qwen2.5-7b", "judge": judge_model}, pass_score=0.5, questions=qs)

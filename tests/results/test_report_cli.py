@@ -42,9 +42,9 @@ def row(lines: list[str], first: str, min_cells: int = 1) -> list[str]:
 def test_summary_rows_and_sections():
     r = run_record()
     lines = render_summary(r)
-    assert row(lines, "information_extraction")[:4] == ["information_extraction", "2", "0.750", "1.000"]
-    assert row(lines, "event_ordering")[:4] == ["event_ordering", "1", "0.500", "0.500"]
-    assert row(lines, "overall")[:4] == ["overall", "3", "0.667", "0.750"]
+    assert row(lines, "information_extraction")[:6] == ["information_extraction", "2", "0.750", "[0.750,", "0.750]", "1.000"]
+    assert row(lines, "event_ordering")[:6] == ["event_ordering", "1", "0.500", "[0.500,", "0.500]", "0.500"]
+    assert row(lines, "overall")[:6] == ["overall", "3", "0.667", "[0.667,", "0.667]", "0.750"]
     text = "\n".join(lines)
     assert "known_bad_rubric=1" in text and "parse_error=1" in text
     assert f"WARNING: {JUDGE_IS_AGENT_WARNING}" in text
@@ -66,9 +66,12 @@ def test_summary_partial_snapshot_changes_and_separate_judge():
 
 def test_comparison_deltas_and_warnings():
     lines = render_comparison(run_record(A_ID), record_b())
-    assert row(lines, "information_extraction") == ["information_extraction", "2", "0.750", "2", "0.250", "-0.500", "-1.000"]
-    assert row(lines, "event_ordering") == ["event_ordering", "1", "0.500", "1", "0.500", "+0.000", "+0.000"]
-    assert row(lines, "overall") == ["overall", "3", "0.667", "3", "0.333", "-0.333", "-0.500"]
+    # one conversation: every resample is the sample itself, so each interval is the delta
+    assert row(lines, "information_extraction") == [
+        "information_extraction", "2", "0.750", "2", "0.250", "-0.500", "[-0.500,", "-0.500]", "*", "-1.000"]
+    assert row(lines, "event_ordering") == [
+        "event_ordering", "1", "0.500", "1", "0.500", "+0.000", "[+0.000,", "+0.000]", "+0.000"]
+    assert row(lines, "overall") == ["overall", "3", "0.667", "3", "0.333", "-0.333", "[-0.333,", "-0.333]", "*", "-0.500"]
     changed = row(lines, "conv1:information_extraction:0")
     assert changed[:4] == ["conv1:information_extraction:0", "1.000", "0.000", "-1.000"]
     assert "answer" in " ".join(changed)
@@ -84,7 +87,8 @@ def test_report_latest(results, capsys):
     assert main(["report", "--results", str(results)]) == 0
     out = capsys.readouterr().out
     assert B_ID in out
-    assert row(out.splitlines(), "information_extraction")[:4] == ["information_extraction", "2", "0.250", "0.000"]
+    assert row(out.splitlines(), "information_extraction")[:6] == [
+        "information_extraction", "2", "0.250", "[0.250,", "0.250]", "0.000"]
     assert row(out.splitlines(), "overall")[:3] == ["overall", "3", "0.333"]
 
 
@@ -98,9 +102,9 @@ def test_report_one_record_by_path_or_id(results, capsys):
 def test_report_two_records_shows_deltas(results, capsys):
     assert main(["report", str(results / A_ID), str(results / B_ID)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert row(lines, "information_extraction")[-2:] == ["-0.500", "-1.000"]
-    assert row(lines, "event_ordering")[-2:] == ["+0.000", "+0.000"]
-    assert row(lines, "overall")[-2:] == ["-0.333", "-0.500"]
+    assert row(lines, "information_extraction")[5::4] == ["-0.500", "-1.000"]
+    assert row(lines, "event_ordering")[5::3] == ["+0.000", "+0.000"]
+    assert row(lines, "overall")[5::4] == ["-0.333", "-0.500"]
     assert any(line.strip().startswith("conv1:information_extraction:0") and "-1.000" in line for line in lines)
     assert not any(line.strip().startswith("conv1:event_ordering:0") for line in lines)
 
