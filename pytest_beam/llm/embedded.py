@@ -47,6 +47,9 @@ INSTALL_HINT = (
 # 16k tokens of context: BEAM's judge and agent prompts need several thousand; the KV cache of
 # this model costs about 28 KB a token (f16), so 16k adds about 0.5 GB to the 1.1 GB of weights.
 DEFAULT_CTX_SIZE = 16384
+# Prompts kept in host memory between requests (the judge and the agent alternate); llama-server
+# would otherwise allow itself 8 GiB on a machine that also runs Neo4j and the embedder.
+DEFAULT_CACHE_RAM_MIB = 1024
 _CHUNK = 1 << 20
 
 Progress = Callable[[str], None]
@@ -220,6 +223,7 @@ class EmbeddedModel:
         parallel: int = 1,
         port: int | None = None,
         cache_prompt: bool = True,
+        cache_ram_mib: int = DEFAULT_CACHE_RAM_MIB,
         startup_timeout: float = 180.0,
         extra_args: list[str] | None = None,
     ) -> None:
@@ -229,6 +233,7 @@ class EmbeddedModel:
         self.parallel = parallel
         self.port = port
         self.cache_prompt = cache_prompt
+        self.cache_ram_mib = cache_ram_mib
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
         self.server: LlamaServer | None = None
@@ -265,6 +270,7 @@ class EmbeddedModel:
         server = LlamaServer(
             gguf, alias=MODEL_NAME, port=self.port, ctx_size=self.ctx_size, threads=self.threads,
             parallel=self.parallel, chat_template=None, cache_prompt=self.cache_prompt,
+            cache_ram_mib=self.cache_ram_mib if self.cache_prompt else 0,
             extra_args=self.extra_args, startup_timeout=self.startup_timeout, binary=binary,
         )
         progress(f"embedded model: starting llama-server with {MODEL_TITLE} "

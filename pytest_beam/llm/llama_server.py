@@ -101,7 +101,8 @@ class LlamaServer:
     the number of server slots: 1 serialises requests, which keeps replies identical for
     identical requests (batched decoding can change the arithmetic). ``cache_prompt`` False
     makes a reply independent of earlier requests; True reuses a shared prompt prefix, which
-    saves most of the prompt work of an agent's growing conversation.
+    saves most of the prompt work of an agent's growing conversation. ``cache_ram_mib`` bounds
+    the host memory the server may use to keep idle prompts (None: the server's default).
     """
 
     def __init__(
@@ -115,6 +116,7 @@ class LlamaServer:
         parallel: int = 1,
         chat_template: Path | str | None = None,
         cache_prompt: bool = False,
+        cache_ram_mib: int | None = None,
         extra_args: list[str] | None = None,
         startup_timeout: float = 120.0,
         binary: Path | str | None = None,
@@ -128,6 +130,7 @@ class LlamaServer:
         self.parallel = parallel
         self.chat_template = Path(chat_template) if chat_template else None
         self.cache_prompt = cache_prompt
+        self.cache_ram_mib = cache_ram_mib
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
         self.binary = Path(binary) if binary else None
@@ -184,6 +187,8 @@ class LlamaServer:
         ]
         if not self.cache_prompt:
             cmd.append("--no-cache-prompt")
+        if self.cache_ram_mib is not None:  # the server's own default keeps up to 8 GiB
+            cmd += ["--cache-ram", str(self.cache_ram_mib)]
         if self.chat_template is not None:
             if not self.chat_template.is_file():
                 raise LlamaServerError(f"chat template {self.chat_template} not found")
