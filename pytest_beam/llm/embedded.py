@@ -295,3 +295,39 @@ class EmbeddedModel:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pytest_beam.llm.embedded``: serve the embedded model until Ctrl-C.
+
+    Until the plugin starts it by itself, this is how a run uses it: point ``BEAM_BASE_URL``
+    and ``BEAM_MODEL`` at the printed values from another shell.
+    """
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(description="Serve the embedded model on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--ctx-size", type=int, default=DEFAULT_CTX_SIZE)
+    args = parser.parse_args(argv)
+    model = EmbeddedModel(port=args.port, ctx_size=args.ctx_size)
+    try:
+        base_url, name = model.start(progress=lambda line: print(line, flush=True))
+    except EmbeddedModelError as exc:
+        print(exc, file=sys.stderr)
+        return 4
+    print(f"BEAM_BASE_URL={base_url} BEAM_MODEL={name}   (Ctrl-C stops it)", flush=True)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        while model.running:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        model.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

