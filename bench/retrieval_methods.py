@@ -27,13 +27,15 @@ class Config:
     embedder: str = "local"
     extra_dense: str = ""  # a second dense list (another unit), fused with weight w_extra
     w_extra: float = 1.0
+    user_weight: float = 1.0  # multiplies a user turn's fused score (BEAM's evidence is mostly user turns)
 
     def describe(self) -> str:
         lex = {"lucene": "Lucene full-text", "bm25": "bm25s", "none": "no lexical list"}[self.lexical]
         extra = f" + dense {self.extra_dense} x{self.w_extra:g}" if self.extra_dense else ""
+        user = f", user turns x{self.user_weight:g}" if self.user_weight != 1.0 else ""
         nbr = "" if self.nbr == "none" else f", neighbours {self.nbr}{' first' if self.nbr_first else ''}"
         return (f"{lex} x{self.w_lex:g} + dense {self.dense} ({self.embedder}) x{self.w_dense:g}{extra}, "
-                f"RRF k={self.rrf_k:g}, depth {self.depth}{nbr}")
+                f"RRF k={self.rrf_k:g}, depth {self.depth}{user}{nbr}")
 
 
 BASE = Config()  # the previous default, computed offline (exact vectors instead of Neo4j's HNSW)
@@ -87,7 +89,11 @@ class Ranker:
         if cfg.extra_dense:
             unit, _, spec = cfg.extra_dense.partition("@")
             lists["extra"] = self.dense(query, unit, spec or cfg.embedder)[:cfg.depth]
-        fused = rrf(lists, cfg.rrf_k, weights)
+        boost = None
+        if cfg.user_weight != 1.0:
+            c = self.corpus
+            boost = {mid: cfg.user_weight for mid, role in zip(c.ids, c.roles) if role == "user"}
+        fused = rrf(lists, cfg.rrf_k, weights, boost)
         return expand(self.corpus, fused, cfg.nbr, cfg.nbr_first) if cfg.nbr != "none" else fused
 
 

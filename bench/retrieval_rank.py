@@ -176,8 +176,10 @@ class BM25Ranker:
         return [self.corpus.ids[i] for i, _ in self.index.rank(query, depth)]
 
 
-def rrf(lists: dict[str, list[int]], k: float, weights: dict[str, float]) -> list[int]:
-    """Weighted reciprocal-rank fusion of ranked id lists; ties by best single rank, then id."""
+def rrf(lists: dict[str, list[int]], k: float, weights: dict[str, float],
+        boost: dict[int, float] | None = None) -> list[int]:
+    """Weighted reciprocal-rank fusion of ranked id lists; ties by best single rank, then id.
+    ``boost`` multiplies a message's fused score (a prior, e.g. on user turns)."""
     score: dict[int, float] = {}
     best: dict[int, int] = {}
     for name, ids in lists.items():
@@ -185,6 +187,8 @@ def rrf(lists: dict[str, list[int]], k: float, weights: dict[str, float]) -> lis
         for rank, mid in enumerate(ids, 1):
             score[mid] = score.get(mid, 0.0) + w / (k + rank)
             best[mid] = min(best.get(mid, rank), rank)
+    if boost:
+        score = {m: v * boost.get(m, 1.0) for m, v in score.items()}
     return sorted(score, key=lambda m: (-round(score[m], 12), best[m], m))
 
 
