@@ -50,7 +50,7 @@ def measure(convs: list, caches: dict, lists: dict, methods: dict, words: int) -
     out: dict[str, dict[str, list]] = {m: {} for m in (*NEO4J_METHODS, *BASELINES, *methods)}
     out["_ability"] = {}
     for conv in convs:
-        ranker = Ranker(corpus_of(conv), caches)
+        ranker = Ranker(corpus_of(conv), caches, conv.documents)
         for q in conv.questions:
             sources = set(q.source_message_ids)
             got = lists[q.id]

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from retrieval_rank import BM25Ranker, Corpus, VectorCache, dense_scores, expand, make_cache, order, rrf
+from retrieval_rank import (BM25Ranker, Corpus, VectorCache, dense_scores, expand, make_cache, order, rrf,
+                            scripted_statements, statement_ranking)
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,13 @@ class Config:
     embedder: str = "local"
     extra_dense: str = ""  # a second dense list (another unit), fused with weight w_extra
     w_extra: float = 1.0
+    w_stmt: float = 0.0  # weight of the statements list (scripted extractions), 0: not used
     user_weight: float = 1.0  # multiplies a user turn's fused score (BEAM's evidence is mostly user turns)
 
     def describe(self) -> str:
         lex = {"lucene": "Lucene full-text", "bm25": "bm25s", "none": "no lexical list"}[self.lexical]
         extra = f" + dense {self.extra_dense} x{self.w_extra:g}" if self.extra_dense else ""
+        extra += f" + statements x{self.w_stmt:g}" if self.w_stmt else ""
         user = f", user turns x{self.user_weight:g}" if self.user_weight != 1.0 else ""
         nbr = "" if self.nbr == "none" else f", neighbours {self.nbr}{' first' if self.nbr_first else ''}"
         return (f"{lex} x{self.w_lex:g} + dense {self.dense} ({self.embedder}) x{self.w_dense:g}{extra}, "
@@ -48,6 +51,8 @@ METHODS: dict[str, Config] = {
     "windows": replace(BASE, dense="win:100:8"),
     "bm25-lexical": replace(BASE, lexical="bm25"),
     "rrf-dev": replace(BASE, rrf_k=5.0, w_dense=2.0),
+    "user-prior": replace(BASE, user_weight=2.5),
+    "statements": replace(BASE, w_stmt=1.0),
 }
 DEFAULT_METHOD = "base-offline"
 
@@ -55,8 +60,10 @@ DEFAULT_METHOD = "base-offline"
 class Ranker:
     """Rankings of one conversation for any Config, with the parts cached per question."""
 
-    def __init__(self, corpus: Corpus, caches: dict[str, VectorCache]) -> None:
+    def __init__(self, corpus: Corpus, caches: dict[str, VectorCache], documents: Any = None) -> None:
         self.corpus = corpus
+        self.documents = documents
+        self._statements: list[tuple[str, list[int]]] | None = None
         self.caches = caches
         self._bm25: BM25Ranker | None = None
         self._dense: dict[tuple[str, str, str], list[int]] = {}
@@ -77,9 +84,14 @@ class Ranker:
             self._dense[key] = order(dense_scores(self.cache(embedder), self.corpus, query, unit), self.corpus, 200)
         return self._dense[key]
 
+    def statements(self, query: str, embedder: str) -> list[int]:
+        if self._statements is None:
+            self._statements = scripted_statements(self.documents)
+        return statement_ranking(self.cache(embedder), self._statements, query)
+
     def rank(self, cfg: Config, query: str, lucene: list[int]) -> list[int]:
         lists: dict[str, list[int]] = {}
-        weights = {"lex": cfg.w_lex, "dense": cfg.w_dense, "extra": cfg.w_extra}
+        weights = {"lex": cfg.w_lex, "dense": cfg.w_dense, "extra": cfg.w_extra, "stmt": cfg.w_stmt}
         if cfg.lexical == "lucene":
             lists["lex"] = lucene[:cfg.depth]
         elif cfg.lexical == "bm25":
@@ -89,6 +101,8 @@ class Ranker:
         if cfg.extra_dense:
             unit, _, spec = cfg.extra_dense.partition("@")
             lists["extra"] = self.dense(query, unit, spec or cfg.embedder)[:cfg.depth]
+        if cfg.w_stmt:
+            lists["stmt"] = self.statements(query, cfg.embedder)[:cfg.depth]
         boost = None
         if cfg.user_weight != 1.0:
             c = self.corpus

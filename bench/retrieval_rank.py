@@ -67,13 +67,21 @@ class VectorCache:
         return np.stack([self.vectors[k] for k in keys])
 
     def save(self) -> None:
+        """Merge this process's new vectors into the file (other runs may have added theirs)."""
         if not self.dirty:
             return
+        from pytest_beam.paths import file_lock
+
         CACHE.mkdir(parents=True, exist_ok=True)
-        keys = list(self.vectors)
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.asarray(keys), vecs=np.stack([self.vectors[k] for k in keys]))
-        tmp.replace(self.path)
+        with file_lock(CACHE / f".{self.path.stem}.lock"):
+            if self.path.exists():
+                data = np.load(self.path)
+                for k, v in zip(data["keys"].tolist(), data["vecs"]):
+                    self.vectors.setdefault(k, v)
+            keys = list(self.vectors)
+            tmp = self.path.with_name(self.path.stem + ".tmp.npz")
+            np.savez(tmp, keys=np.asarray(keys), vecs=np.stack([self.vectors[k] for k in keys]))
+            tmp.replace(self.path)
         self.dirty = False
 
 
@@ -234,3 +242,40 @@ def role_boost(corpus: Corpus, ranked: list[int], user_weight: float, k: float) 
 
 def load_json(path: Path) -> Any:
     return json.loads(path.read_text()) if path.exists() else None
+
+
+# --- statements (scripted realistic extractions) as retrieval units ------------------------------
+
+def scripted_statements(documents: Sequence[Any]) -> list[tuple[str, list[int]]]:
+    """(text, source message ids) of every statement the bench's scripted extraction model
+    (bench/ingest_cost.py: sentences of user turns that name an entity, a measure, a rule or a
+    preference; at most 10 per chunk) returns for the conversation's real chunk prompts. A real
+    model's statements would be rewritten facts, not copied sentences; this is what the bench has."""
+    from ingest_cost import scripted_extraction
+
+    from pytest_beam.memory.chunking import chunk_documents, document_order
+    from pytest_beam.memory.prompts_ingest import extraction_messages
+
+    out = []
+    for chunk in chunk_documents(document_order(documents)):
+        prompt = extraction_messages(chunk)[1]["content"]
+        for st in scripted_extraction(prompt)["statements"]:
+            out.append((st["text"], [int(i) for i in st["message_ids"]]))
+    return out
+
+
+def statement_ranking(cache: VectorCache, statements: list[tuple[str, list[int]]], query: str,
+                      depth: int = 200) -> list[int]:
+    """Message ids in the order of their best statement's cosine with the query."""
+    if not statements:
+        return []
+    q = cache.embed([query], "query")[0]
+    sims = cache.embed([t for t, _ in statements]) @ q
+    out: list[int] = []
+    seen: set[int] = set()
+    for i in sorted(range(len(sims)), key=lambda i: -float(sims[i])):
+        for mid in statements[i][1]:
+            if mid not in seen:
+                seen.add(mid)
+                out.append(mid)
+    return out[:depth]

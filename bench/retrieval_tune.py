@@ -63,6 +63,10 @@ def grid(name: str, base: Config) -> dict[str, Config]:
             out[f"minilm + e5 head:50 x{w:g}"] = replace(base, extra_dense=f"head:50@{e5}", w_extra=w)
             out[f"minilm + e5 head:50 x{w:g} user x2.5"] = replace(base, extra_dense=f"head:50@{e5}", w_extra=w,
                                                                    user_weight=2.5)
+    elif name == "statements":
+        for w in (0.5, 1.0, 2.0):
+            out[f"statements x{w:g}"] = replace(base, w_stmt=w)
+            out[f"statements x{w:g} user x2.5"] = replace(base, w_stmt=w, user_weight=2.5)
     elif name == "methods":
         out.update(METHODS)
     else:
@@ -87,7 +91,7 @@ def main() -> int:
     boosts = [float(b) for b in args.user_boost.split(",") if b] or [1.0]
     scores: dict[str, list[list[float]]] = {}
     for conv in convs:
-        ranker = Ranker(corpus_of(conv), caches)
+        ranker = Ranker(corpus_of(conv), caches, conv.documents)
         for q in conv.questions:
             sources = set(q.source_message_ids)
             for name, cfg in configs.items():
