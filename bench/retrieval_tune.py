@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_data import KS, load_conversations, mean_se, recall  # noqa: E402
 from retrieval_methods import BASE, METHODS, Config, Ranker, corpus_of  # noqa: E402
 from retrieval_neo4j import neo4j_lists  # noqa: E402
-from retrieval_rank import make_cache, role_boost  # noqa: E402
+from retrieval_rank import make_cache, role_boost, session_spread  # noqa: E402
 
 
 def grid(name: str, base: Config) -> dict[str, Config]:
@@ -80,6 +80,7 @@ def main() -> int:
     parser.add_argument("--grid", default="fusion")
     parser.add_argument("--group", default="dev", choices=("dev", "heldout"))
     parser.add_argument("--base", default="", help="a METHODS name to vary instead of base-offline")
+    parser.add_argument("--spread", default="", help="comma-separated session-spread decays to try")
     parser.add_argument("--user-boost", default="", help="comma-separated user-turn weights to try after fusion")
     args = parser.parse_args()
 
@@ -89,6 +90,7 @@ def main() -> int:
     base = METHODS[args.base] if args.base else BASE
     configs = grid(args.grid, base)
     boosts = [float(b) for b in args.user_boost.split(",") if b] or [1.0]
+    spreads = [float(d) for d in args.spread.split(",") if d]
     scores: dict[str, list[list[float]]] = {}
     for conv in convs:
         ranker = Ranker(corpus_of(conv), caches, conv.documents)
@@ -100,6 +102,9 @@ def main() -> int:
                     ids = ranked if boost == 1.0 else role_boost(ranker.corpus, ranked, boost, cfg.rrf_k)
                     label = name if boost == 1.0 else f"{name} user x{boost:g}"
                     scores.setdefault(label, []).append([recall(sources, ids, k) for k in KS])
+                for decay in spreads:
+                    ids = session_spread(ranker.corpus, ranked, decay, cfg.rrf_k)
+                    scores.setdefault(f"{name} spread x{decay:g}", []).append([recall(sources, ids, k) for k in KS])
         for cache in caches.values():
             cache.save()
     print(f"{args.group}, grid {args.grid}, base: {base.describe()}")
