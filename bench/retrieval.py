@@ -105,6 +105,9 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object of the means as the last line")
     parser.add_argument("--reuse-neo4j", action="store_true",
                         help="reuse the Neo4j pass's lists stored by an earlier run (same embedder and cut)")
+    parser.add_argument("--embedder", default="local", choices=("local", "local-export"),
+                        help="MiniLM with int8 MatMuls (the product's default) or the export as shipped, "
+                             "for every method that uses the default model")
     parser.add_argument("--methods", default="", help="comma-separated subset of the offline methods")
     args = parser.parse_args()
 
@@ -113,7 +116,7 @@ def main() -> int:
     started = time.monotonic()
     groups = groups_for(args.conversations)
     convs = load_conversations(Path(args.data), groups)
-    caches = {"local": make_cache("local")}
+    caches = {"local": make_cache(args.embedder)}
     words = MESSAGE_EMBED_WORDS
     # message vectors first (cached), then the Neo4j pass
     caches["local"].embed([head(m.text, words) for c in convs for m in c.messages])
