@@ -22,7 +22,9 @@ from pytest_beam.services.access import run_write
 from retrieval_data import KS, Conversation
 from retrieval_rank import CACHE, VectorCache, head
 
-NEO4J_METHODS = ("hybrid", "fulltext", "vector")
+# "hybrid" is the previous default (no user-turn prior); "product" is memory/search.py's own
+# default path today, measured through the real Neo4j indexes.
+NEO4J_METHODS = ("hybrid", "fulltext", "vector", "product")
 
 
 def lists_path(cache: VectorCache, words: int) -> Any:
@@ -69,7 +71,7 @@ def neo4j_lists(convs: list[Conversation], cache: VectorCache, words: int,
     path = lists_path(cache, words)
     stored: dict[str, dict[str, list[int]]] = json.loads(path.read_text()) if path.exists() else {}
     wanted = [q.id for c in convs for q in c.questions]
-    if reuse and all(qid in stored for qid in wanted):
+    if reuse and all(qid in stored and set(NEO4J_METHODS) <= set(stored[qid]) for qid in wanted):
         return stored
     if reuse:
         print("  --reuse-neo4j: some questions have no stored lists; running Neo4j", file=sys.stderr)
@@ -86,8 +88,10 @@ def neo4j_lists(convs: list[Conversation], cache: VectorCache, words: int,
                 vec = cache.embed([q.question], "query")[0].tolist()
                 row = {}
                 for method in NEO4J_METHODS:
-                    row[method] = _ids(search.hybrid_search(driver, conn.database, q.question, None, limit=max(KS),
-                                                            kind="messages", method=method, embedding=vec))
+                    prior = {"user_weight": 1.0} if method == "hybrid" else {}
+                    row[method] = _ids(search.hybrid_search(
+                        driver, conn.database, q.question, None, limit=max(KS), kind="messages",
+                        method="hybrid" if method == "product" else method, embedding=vec, **prior))
                 row["lucene"] = _ids(search.fulltext_search(driver, conn.database, q.question, 100, "messages"))
                 stored[q.id] = row
             print(f"  neo4j: conv {conv.id}, {len(conv.messages)} messages, {len(conv.questions)} questions, "

@@ -38,7 +38,7 @@ def test_hybrid_search_finds_messages_and_statements_with_their_message_ids(box)
 
 def test_hybrid_search_fuses_both_methods(graph, embedder):
     driver, database = graph
-    hits = hybrid_search(driver, database, "visa delay September", embedder, limit=5)
+    hits = hybrid_search(driver, database, "visa delay September", embedder, limit=5, user_weight=1.0)
     keys = [(h.kind, h.id) for h in hits]
     assert {("message", 4), ("message", 5), ("statement", "s2")} <= set(keys[:4]), keys
     assert all(set(h.ranks) == {"fulltext", "vector"} for h in hits[:3])  # found by both

@@ -41,6 +41,20 @@ def test_rrf_fuse_rewards_agreement_and_breaks_ties_stably():
     assert [h.id for h in again] == [1, 3, 2, 4]
 
 
+def test_rrf_fuse_weights_user_turns_and_leaves_the_rest():
+    def hit(kind: str, id_: object, role: str | None) -> SearchHit:
+        return SearchHit(kind=kind, id=id_, text="", session=1, date=None, role=role,
+                         message_ids=[id_] if kind == "message" else [])
+
+    ranking = [hit("message", 1, "assistant"), hit("statement", "s1", None), hit("message", 2, "user")]
+    fused = rrf_fuse({"fulltext": ranking}, rrf_k=5)  # the default prior, 2.5 on user turns
+    assert [h.id for h in fused] == [2, 1, "s1"]
+    assert fused[0].score == pytest.approx(2.5 / 8)  # rank 3: 1/(5+3), times 2.5
+    assert fused[1].score == pytest.approx(1 / 6) and fused[2].score == pytest.approx(1 / 7)
+    plain = rrf_fuse({"fulltext": ranking}, rrf_k=5, user_weight=1.0)
+    assert [h.id for h in plain] == [1, "s1", 2]
+
+
 def test_cut_marks_what_it_cuts():
     assert cut("short", 10) == "short"
     assert cut("x" * 25, 10) == "x" * 10 + CUT_MARKER.format(n=15)
