@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 
 CONFTEST = '''
 import os, signal
-from pytest_beam.harness import get_state
+from pytest_beam.session import get_session
 from pytest_beam.services.access import open_driver, run_read
 from pytest_beam.system import IngestReport, MemorySystem, SystemAnswer
 
@@ -41,7 +41,7 @@ class CountingSystem(MemorySystem):
 
     def answer(self, question):
         if question.id == "conv1:abstention:1":  # kill this conversation's JVM, as a crash would
-            service = get_state(CONFIG[0]).runtime.services["1"]
+            service = get_session(CONFIG[0]).runtime.services["1"]
             os.kill(service.pid, signal.SIGKILL)
             service.process.wait(timeout=30)
         rows = run_read(self.driver, self.connection.database, "MATCH (m:M) RETURN count(m) AS n", {},

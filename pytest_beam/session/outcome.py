@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+
+    from .runtime import Outcome, Runtime
+
+RecordProperty = Callable[[str, object], None]
 
 PROPERTY_PREFIX = "beam_"
 
 
-def question_result(outcome) -> dict[str, Any]:
+def question_result(outcome: Outcome) -> dict[str, Any]:
     """The JSON-able result of one question, carried to the controller and the record."""
     q, answer, score = outcome.question, outcome.answer, outcome.score
     flags = sorted(set(answer.flags) | set(score.flags) | ({"known_bad_rubric"} if q.known_bad_rubric else set()))
@@ -33,8 +40,15 @@ def question_result(outcome) -> dict[str, Any]:
     }
 
 
-def check_outcome(outcome, runtime, record_property, snapshot) -> None:
+def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tuple[str, object]],
+                  snapshot: SnapshotAssertion) -> None:
+    """Properties go straight onto the item: JUnit XML writes them under any junit_family,
+    and `record_property` would warn under the default xunit2."""
     settings = runtime.settings
+
+    def record_property(name: str, value: object) -> None:
+        user_properties.append((name, value))
+
     result = question_result(outcome)
     result["answer_changed"], result["answer_diff"], snapshot_failure = _snapshot(
         outcome, runtime, snapshot, settings.snapshot)
@@ -51,7 +65,7 @@ def check_outcome(outcome, runtime, record_property, snapshot) -> None:
         pytest.fail("\n".join(lines), pytrace=False)
 
 
-def _record(result: dict[str, Any], record_property) -> None:
+def _record(result: dict[str, Any], record_property: RecordProperty) -> None:
     """Metrics as user properties: JUnit XML carries them; xdist brings them to the controller."""
     for key in ("score", "score_excluding_known_bad", "event_f1", "event_tau_norm", "evidence_recall"):
         if result[key] is not None:
@@ -71,15 +85,15 @@ def _record(result: dict[str, Any], record_property) -> None:
     record_property(PROPERTY_PREFIX + "result", json.dumps(compact, default=str))
 
 
-def _snapshot(outcome, runtime, snapshot, mode: str) -> tuple[bool | None, str | None, str | None]:
+def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion, mode: str) -> tuple[bool | None, str | None, str | None]:
     """(changed, diff, failure): `assert` fails on a changed answer; `report` only notes it;
     `off` does nothing."""
     if mode == "off":
         return None, None, None
-    from .results.snapshots import AnswerSnapshotExtension, snapshot_path
+    from ..results.snapshots import AnswerSnapshotExtension, snapshot_path
 
     text = (outcome.answer.text or "").rstrip("\n") + "\n"
-    config = runtime.config
+    config = runtime.session.config
     updating = bool(config.getoption("update_snapshots", False))
     path = snapshot_path(config.rootpath, outcome.question.id)
     old = path.read_text(encoding="utf-8") if path.exists() else None

@@ -1,0 +1,77 @@
+"""Whether this pytest run benchmarks at all, and the BeamSession it does it with.
+
+Installing the plugin must not add tests to other projects: the suite is on with a beam flag on
+the command line, or with `beam_mode` in the ini file / BEAM_MODE and no explicit test paths.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ..settings import OPTION_BY_NAME, resolve
+from .state import STASH_KEY, BeamSession, new_run_id
+
+# Flags that, given on the command line, ask for the BEAM suite.
+SUITE_FLAGS = ("--beam", "--beam-mode", "--beam-data")
+
+
+def _explicit_beam_flag(config: pytest.Config) -> bool:
+    args = [str(a) for a in config.invocation_params.args]
+    return any(a == "--beam" or a.startswith(("--beam-mode", "--beam-data")) for a in args)
+
+
+def suite_wanted(config: pytest.Config) -> bool:
+    """Opt-in: a beam flag on the command line, or beam_mode in the ini file / BEAM_MODE;
+    and with explicit test paths only when a beam flag says so."""
+    if _explicit_beam_flag(config) or config.getoption("beam_collect", False):
+        return True
+    mode_configured = bool(config.getini("beam_mode") or os.environ.get("BEAM_MODE"))
+    explicit_paths = config.args_source == pytest.Config.ArgsSource.ARGS
+    return mode_configured and not explicit_paths
+
+
+def open_session(config: pytest.Config) -> BeamSession | None:
+    """Build and stash the session (settings errors raise SettingsError); None when the suite is off."""
+    settings = resolve(
+        get_flag=lambda name: config.getoption("beam_" + name, None) if OPTION_BY_NAME[name].flag else None,
+        get_ini=lambda name: config.getini("beam_" + name),
+        rootdir=config.rootpath,
+    )
+    if not suite_wanted(config):
+        return None
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if workerinput.get("beam_loadgroup"):
+            config.option.loadgroup = True  # xdist reads it on the worker to suffix nodeids with @group
+        worker_id: str | None = workerinput["workerid"]
+        run_id = workerinput.get("beam_run_id") or new_run_id()
+    else:
+        worker_id, run_id = None, new_run_id()
+    session = BeamSession(config=config, settings=settings, worker_id=worker_id, run_id=run_id,
+                          run_dir=settings.results / run_id)
+    if workerinput is None:
+        if settings.dry_run and getattr(config.option, "numprocesses", None):
+            config.option.dist, config.option.numprocesses = "no", None  # the estimate needs no workers
+        _use_loadgroup(config)
+    if settings.record_mode != "off":
+        if workerinput is not None:
+            session.record_mode = workerinput["beam_record_mode"]
+        else:
+            from ..llm import Cassette
+
+            session.record_mode = Cassette.prepare(settings.cassette, settings.record_mode)
+    config.stash[STASH_KEY] = session
+    return session
+
+
+def _use_loadgroup(config: pytest.Config) -> None:
+    """`-n N` alone means `--dist load` to xdist; a conversation must stay on one worker."""
+    if not getattr(config.option, "numprocesses", None):
+        return
+    args = [str(a) for a in config.invocation_params.args]
+    if any(a.startswith("--dist") or a == "-d" for a in args):
+        return
+    if getattr(config.option, "dist", "no") in ("no", "load"):
+        config.option.dist = "loadgroup"
