@@ -58,9 +58,14 @@ def test_marker_selection_and_keywords(pytester, data_flag):
 
 
 def test_markers_are_registered(pytester):
+    from pytest_beam.data.records import ABILITIES
+
     result = pytester.runpytest("--markers")
-    for name in ("beam:", "lite:", "known_bad_rubric:", "event_ordering:", "temporal_reasoning:"):
+    for name in ("beam:", "lite:", "known_bad_rubric:", *(f"{a}:" for a in ABILITIES)):
         assert any(line.startswith(f"@pytest.mark.{name}") for line in result.outlines), name
+    # this repository's own markers are not pushed onto every project that installs the plugin
+    for name in ("neo4j:", "e2e:", "live_model:"):
+        assert not any(line.startswith(f"@pytest.mark.{name}") for line in result.outlines), name
 
 
 def test_without_a_model_the_questions_skip_with_the_fix(pytester, data_flag):
@@ -124,3 +129,24 @@ def pytest_configure(config):
     assert sorted(workers) == ["conv1", "conv13", "conv17", "conv4", "conv6"]
     assert all(len(w) == 1 for w in workers.values()), workers
     result.assert_outcomes(skipped=100)
+
+
+@pytest.mark.parametrize("flags", [["--beam-model=scripted"], ["--beam-model", "scripted"],
+                                   ["--beam-mode-x"], ["--beam-database=x"]])
+def test_a_flag_that_only_starts_like_a_suite_flag_does_not_switch_the_suite_on(pytester, beam_data_dir, flags,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("BEAM_DATA", str(beam_data_dir))  # the data is there: only the switch decides
+    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "test_mine.py", *flags)
+    assert result.ret in (0, pytest.ExitCode.USAGE_ERROR), result.outlines  # an unknown flag is a usage error
+    assert not [line for line in result.outlines if line.startswith("beam::")], result.outlines
+
+
+@pytest.mark.parametrize("spelling", ["joined", "spaced"])
+def test_suite_flags_switch_the_suite_on_in_both_spellings(pytester, beam_data_dir, spelling):
+    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    flags = ["--beam-mode=lite"] if spelling == "joined" else ["--beam-mode", "lite"]
+    _, ids = collect(pytester, "test_mine.py", f"--beam-data={beam_data_dir}", *flags, "-m", "lite")
+    assert len(ids) == 2

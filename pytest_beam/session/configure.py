@@ -17,9 +17,15 @@ from .state import STASH_KEY, BeamSession, new_run_id
 SUITE_FLAGS = ("--beam", "--beam-mode", "--beam-data")
 
 
+def given_flag(args: list[str], flag: str) -> bool:
+    """Whether `flag` is on the command line, as `--flag`, `--flag value` or `--flag=value`;
+    whole names only (`--beam-model` is not `--beam-mode`)."""
+    return any(a == flag or a.startswith(flag + "=") for a in args)
+
+
 def _explicit_beam_flag(config: pytest.Config) -> bool:
     args = [str(a) for a in config.invocation_params.args]
-    return any(a == "--beam" or a.startswith(("--beam-mode", "--beam-data")) for a in args)
+    return any(given_flag(args, flag) for flag in SUITE_FLAGS)
 
 
 def suite_wanted(config: pytest.Config) -> bool:
