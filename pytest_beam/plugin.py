@@ -27,14 +27,18 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("beam", "pytest-beam: the BEAM memory benchmark")
+    secrets = " ".join(o.help for o in OPTIONS if o.env_only)
     for option in OPTIONS:
+        if option.env_only:
+            continue  # said in --beam-base-url's help: the key never sits in argv or an ini file
         extra = f" [ini {option.ini_name}; env {', '.join(option.env_names)}]"
-        if option.flag:
-            kwargs = {"action": "store_true"} if option.is_bool else {"metavar": option.name.upper()}
-            if option.choices and not option.is_bool:
-                kwargs["choices"] = option.choices
-            group.addoption(option.flag_name, dest="beam_" + option.name, default=None,
-                            help=option.help + extra, **kwargs)
+        if option.name == "base_url":
+            extra += f" {secrets}"
+        kwargs = {"action": "store_true"} if option.is_bool else {"metavar": option.name.upper()}
+        if option.choices and not option.is_bool:
+            kwargs["choices"] = option.choices
+        group.addoption(option.flag_name, dest="beam_" + option.name, default=None,
+                        help=option.help + extra, **kwargs)
         parser.addini(option.ini_name, option.help, default=None)
     group.addoption("--beam", dest="beam_collect", action="store_true", default=False,
                     help="Collect the BEAM questions even when test paths are given.")

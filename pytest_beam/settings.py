@@ -30,8 +30,13 @@ class Option:
     kind: Callable[[str], Any] = str
     choices: tuple[str, ...] | None = None
     env: tuple[str, ...] = ()  # extra environment variables, after BEAM_<NAME>
-    flag: bool = True  # secrets get no flag (a flag shows in `ps` and shell history)
+    flag: bool = True  # secrets get no flag (a flag shows in `ps` and shell history) and no ini key
     is_bool: bool = False
+
+    @property
+    def env_only(self) -> bool:
+        """A secret: read from the environment only (no flag, no ini key in a committed file)."""
+        return not self.flag
 
     @property
     def flag_name(self) -> str:
@@ -64,7 +69,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None),
     Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto"),
     Option("base_url", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1.", None, env=("OPENAI_BASE_URL",)),
-    Option("api_key", "API key (environment only: BEAM_API_KEY or OPENAI_API_KEY).", None, env=("OPENAI_API_KEY",), flag=False),
+    Option("api_key", "API key: environment only (BEAM_API_KEY or OPENAI_API_KEY); no flag and no ini key.", None, env=("OPENAI_API_KEY",), flag=False),
     Option("model", "Model of the agent; the default for every other role.", None),
     Option("extraction_model", "Model for ingest extraction (default: the agent's).", None),
     Option("resolution_model", "Model for entity resolution and updates (default: the agent's).", None),
@@ -178,7 +183,7 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
                     raw, origin = environ[env_name], env_name
                     break
             else:
-                ini_value = get_ini(option.name)
+                ini_value = None if option.env_only else get_ini(option.name)
                 if ini_value not in (None, ""):
                     raw, origin = ini_value, option.ini_name
         if raw is None:

@@ -150,3 +150,24 @@ def test_suite_flags_switch_the_suite_on_in_both_spellings(pytester, beam_data_d
     flags = ["--beam-mode=lite"] if spelling == "joined" else ["--beam-mode", "lite"]
     _, ids = collect(pytester, "test_mine.py", f"--beam-data={beam_data_dir}", *flags, "-m", "lite")
     assert len(ids) == 2
+
+
+def test_the_api_key_is_read_from_the_environment_only(pytester, monkeypatch):
+    """An ini key for the secret is neither registered nor read; --help says where the key goes."""
+    from pytest_beam.settings import resolve
+
+    monkeypatch.delenv("BEAM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = resolve(get_flag=lambda name: None,
+                       get_ini=lambda name: "sk-from-the-ini-file" if name == "api_key" else None, environ={})
+    assert settings.api_key is None
+    assert resolve(get_flag=lambda name: None, get_ini=lambda name: None,
+                   environ={"BEAM_API_KEY": "sk-env"}).api_key == "sk-env"
+    pytester.makeini("[pytest]\nbeam_api_key = sk-from-the-ini-file\n")
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    result = pytester.runpytest("test_mine.py", "-W", "default")
+    result.stdout.fnmatch_lines(["*Unknown config option: beam_api_key*"])
+    out = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, check=True).stdout
+    out = " ".join(out.split())  # argparse wraps lines
+    assert "beam_api_key" not in out
+    assert "BEAM_API_KEY" in out and "environment only" in out
