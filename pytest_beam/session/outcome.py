@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
+from .runtime import NO_ANSWER_FLAGS
+
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
@@ -22,7 +24,7 @@ def question_result(outcome: Outcome) -> dict[str, Any]:
     """The JSON-able result of one question, carried to the controller and the record."""
     q, answer, score = outcome.question, outcome.answer, outcome.score
     flags = sorted(set(answer.flags) | set(score.flags) | ({"known_bad_rubric"} if q.known_bad_rubric else set()))
-    value = 0.0 if {"agent_failure", "timeout"} & set(answer.flags) else score.score
+    value = 0.0 if NO_ANSWER_FLAGS & set(answer.flags) else score.score
     detail = score.model_dump(mode="json") if hasattr(score, "model_dump") else dict(score.__dict__)
     return {
         "id": q.id, "conversation_id": q.conversation_id, "ability": q.ability, "index": q.index,
@@ -55,7 +57,7 @@ def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tupl
     _record(result, record_property)
     if snapshot_failure:
         pytest.fail(snapshot_failure, pytrace=False)
-    if {"agent_failure", "timeout"} & set(result["flags"]):
+    if NO_ANSWER_FLAGS & set(result["flags"]):
         pytest.fail(f"{result['id']}: the agent gave no answer ({', '.join(result['flags'])}); scored 0", pytrace=False)
     if result["score"] < settings.pass_score:
         lines = [f"{result['id']}: score {result['score']:.3f} < pass score {settings.pass_score}"]

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
 
 
+# An answer with one of these flags is no answer (the agent hit its step limit or its timeout).
+NO_ANSWER_FLAGS = frozenset({"agent_failure", "timeout"})
+
+
 @dataclass
 class ConversationRun:
     conversation_id: str
@@ -215,10 +219,13 @@ class Runtime:
             answer = conversation.system.answer(question.for_system())
             seconds["agent"] = time.monotonic() - started
             self.trace({"kind": "agent_trace", "steps": answer.trace, "answer": answer.text, "flags": answer.flags})
-            self.trace.context = {"question": question.id, "phase": "judge"}
-            started = time.monotonic()
-            score = score_question(question, answer.text, self.models, mode=self.settings.scorer)
-            seconds["judge"] = time.monotonic() - started
+            if NO_ANSWER_FLAGS & set(answer.flags):
+                score = unjudged(question, self.settings.scorer)  # nothing to judge: no call paid for it
+            else:
+                self.trace.context = {"question": question.id, "phase": "judge"}
+                started = time.monotonic()
+                score = score_question(question, answer.text, self.models, mode=self.settings.scorer)
+                seconds["judge"] = time.monotonic() - started
         except Exception as exc:
             if _is_budget(exc):
                 self.cap_reason = str(exc)
@@ -229,6 +236,15 @@ class Runtime:
         usage = _usage_dict(self.meter.since(before))
         recall = evidence_recall(question.source_message_ids, answer.retrieved_message_ids)
         return Outcome(question, answer, score, usage, seconds, recall)
+
+
+def unjudged(question: ProbingQuestion, mode: str) -> QuestionScore:
+    """The score of a question the agent did not answer (step limit, timeout): 0, no judge call."""
+    from ..scoring import QuestionScore
+
+    events = question.ability == "event_ordering"
+    return QuestionScore(question_id=question.id, ability=question.ability, mode=mode, score=0.0, judge_calls=0,
+                         event_f1=0.0 if events else None, event_tau_norm=0.0 if events else None)
 
 
 def _is_budget(exc: BaseException) -> bool:
