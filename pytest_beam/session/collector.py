@@ -79,7 +79,8 @@ class RunCollector:
         session = self.session
         own = self._own_meter()
         spent = any(any(v for k, v in row.items() if k.endswith("calls")) for row in own.values())
-        if not self.ingest and not spent and not any("answer" in q for q in self.questions.values()):
+        ran = any(q.get("outcome") not in (None, "skipped") for q in self.questions.values())
+        if not self.ingest and not spent and not ran:
             return  # nothing ran (no model configured, or everything deselected): no record
         add_usage(self.meter, own)
         self.record = build_record(

@@ -69,7 +69,7 @@ def test_a_dead_service_errors_only_its_conversation(tmp_path, beam_data_dir):
     (tmp_path / "conftest.py").write_text(CONFTEST)
     with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
-               "-k", "abstention and (conv1 or conv4) and not conv13 and not conv17", f"--beam-data={beam_data_dir}",
+               "-k", "(abstention or temporal_reasoning) and (conv1 or conv4) and not conv13 and not conv17", f"--beam-data={beam_data_dir}",
                f"--beam-base-url={server.base_url}", "--beam-model=scripted", "--beam-neo4j=local",
                "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-pass-score=0",
                "--beam-max-calls=100000", "--beam-max-tokens=100000000", "--beam-snapshot=off", "-rE"]
@@ -77,7 +77,10 @@ def test_a_dead_service_errors_only_its_conversation(tmp_path, beam_data_dir):
     assert proc.returncode == 1, proc.stdout[-4000:]
     record = json.loads(next((tmp_path / "results").glob("*/record.json")).read_text())
     outcomes = {q["id"]: q["outcome"] for q in record["questions"]}
+    # conv1:temporal_reasoning:0 has a known-bad rubric: xfail covers its score, never a dead service
     assert outcomes == {"conv1:abstention:0": "passed", "conv1:abstention:1": "error",
-                        "conv4:abstention:0": "passed", "conv4:abstention:1": "passed"}
-    error = next(q["error"] for q in record["questions"] if q["outcome"] == "error")
-    assert "Neo4jServiceDown" in error and "conv1" in error
+                        "conv1:temporal_reasoning:0": "error", "conv1:temporal_reasoning:1": "error",
+                        "conv4:abstention:0": "passed", "conv4:abstention:1": "passed",
+                        "conv4:temporal_reasoning:0": "passed", "conv4:temporal_reasoning:1": "passed"}
+    errors = [q["error"] for q in record["questions"] if q["outcome"] == "error"]
+    assert all("Neo4jServiceDown" in e and "conv1" in e for e in errors), errors
