@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def build_record(*, run_id: str, started: float, settings: Settings, bench_set: BenchmarkSet | None,
                  questions: list[dict[str, Any]], ingest: dict[str, dict[str, Any]],
-                 usage: dict[str, dict[str, Any]], exitstatus: int) -> RunRecord:
+                 usage: dict[str, dict[str, Any]], exitstatus: int, interrupted_by: str | None = None) -> RunRecord:
     from .record import RunRecord, aggregate, git_info, lockfile_hash
 
     root = Path.cwd()
@@ -50,8 +50,10 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         usage=usage, phase_seconds=phase_seconds,
         graph={cid: {k: v for k, v in info.items() if k != "usage"} for cid, info in ingest.items()},
         snapshot_changes=[q.id for q in records if q.answer_changed],
-        partial=bool(skipped_for_cap) or exitstatus == 2 or unfinished,
-        partial_reason=("spend cap reached" if skipped_for_cap else "interrupted" if exitstatus == 2
+        partial=bool(skipped_for_cap) or exitstatus == 2 or bool(interrupted_by) or unfinished,
+        partial_reason=("spend cap reached" if skipped_for_cap
+                        else f"interrupted ({interrupted_by})" if interrupted_by
+                        else "interrupted" if exitstatus == 2
                         else "a conversation's ingest did not finish" if unfinished else None),
         exit_status=int(exitstatus),
     )

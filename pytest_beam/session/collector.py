@@ -1,15 +1,21 @@
 """Gathers a run's results in this process; the controller (or the only process) writes the record.
 
-Per question, data rides on `report.user_properties` (xdist copies those to the controller);
-per process, the meter and ingest stats ride on `config.workeroutput` at session end.
+Per question, data rides on `report.user_properties` (xdist copies those to the controller).
+An xdist worker also keeps its part of the run (usage, graph stats, results) on disk in the run
+folder, rewritten whole after every model call and every result, so the controller merges every
+worker's part from files at the end, even when a worker was interrupted or killed.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import threading
 import time
 from typing import TYPE_CHECKING, Any
+
+from ..files import atomic_write
 
 import pytest
 
@@ -30,10 +36,27 @@ class RunCollector:
         self.meter: dict[str, dict[str, Any]] = {}
         self.started = time.time()
         self.record: RunRecord | None = None
+        self.interrupted_by: str | None = None  # a signal's name, when one ended the run
+        self.parts = session.run_dir / "parts"
+        self._lock = threading.RLock()  # model calls persist from the client's threads
 
     # ------------------------------------------------------------ in any process
 
+    def persist(self) -> None:
+        """On an xdist worker: write this process's part whole (atomic), for the controller to merge."""
+        if not self.session.is_worker:
+            return
+        with self._lock:
+            part = {"ingest": self.ingest, "services": self.services, "meter": self._own_meter(),
+                    "questions": self.questions}
+            atomic_write(self.parts / f"{self.session.process_name}.json", json.dumps(part, default=str))
+
     def add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
+        with self._lock:
+            self._add_ingest(conversation_id, report, usage)
+            self.persist()
+
+    def _add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
         self.ingest[conversation_id] = {
             "cache_hit": report.cache_hit, "chunks": report.chunks, "empty_extractions": report.empty_extractions,
             "entities_by_type": dict(report.entities_by_type), "relations_by_type": dict(report.relations_by_type),
@@ -41,13 +64,18 @@ class RunCollector:
         }
 
     def note_service(self, conversation_id: str, provider: str) -> None:
-        self.services[conversation_id] = provider
+        with self._lock:
+            self.services[conversation_id] = provider
 
     def add_report(self, report: pytest.TestReport) -> None:
         match = _ID_IN_NODEID.search(report.nodeid)
         if not match or not report.nodeid.startswith("beam::"):
             return
-        qid = match.group(1)
+        with self._lock:
+            self._add_report(match.group(1), report)
+            self.persist()
+
+    def _add_report(self, qid: str, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
         entry = self.questions.setdefault(qid, {"id": qid})
         if "beam_result" in props:
@@ -61,32 +89,40 @@ class RunCollector:
         runtime = self.session.runtime
         return runtime.usage() if runtime is not None else {}
 
-    def worker_payload(self) -> dict[str, Any]:
-        return {"ingest": self.ingest, "services": self.services, "meter": self._own_meter()}
-
     # ------------------------------------------------------------ controller
 
-    def merge_worker(self, payload: dict[str, Any]) -> None:
+    def merge_parts(self) -> None:
+        """Every worker's part, as its last write left it (a worker that died keeps what it wrote)."""
         from ..results.collect import add_usage
 
-        self.ingest.update(payload.get("ingest", {}))
-        self.services.update(payload.get("services", {}))
-        add_usage(self.meter, payload.get("meter", {}))
+        for path in sorted(self.parts.glob("*.json")):
+            part = json.loads(path.read_text(encoding="utf-8"))
+            self.ingest.update(part.get("ingest", {}))
+            self.services.update(part.get("services", {}))
+            add_usage(self.meter, part.get("meter", {}))
+            for qid, entry in part.get("questions", {}).items():
+                mine = self.questions.setdefault(qid, entry)  # the controller's reports win
+                for key, value in entry.items():
+                    mine.setdefault(key, value)
 
     def finish(self, exitstatus: int) -> None:
         from ..results.collect import add_usage, build_record, write_run
 
         session = self.session
+        self.merge_parts()
         own = self._own_meter()
-        spent = any(any(v for k, v in row.items() if k.endswith("calls")) for row in own.values())
+        spent = any(any(v for k, v in row.items() if k.endswith("calls")) for row in self.meter.values()) or any(
+            any(v for k, v in row.items() if k.endswith("calls")) for row in own.values())
         ran = any(q.get("outcome") not in (None, "skipped") for q in self.questions.values())
         if not self.ingest and not spent and not ran:
             return  # nothing ran (no model configured, or everything deselected): no record
         add_usage(self.meter, own)
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
-            questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus)
+            questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
+            interrupted_by=self.interrupted_by)
         write_run(session.run_dir, self.record, html=session.settings.html)
+        shutil.rmtree(self.parts, ignore_errors=True)
 
     def write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.record is None:

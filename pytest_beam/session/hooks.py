@@ -7,7 +7,6 @@ state (the shape of pytest-xdist's DSession and syrupy's session object).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import pytest
@@ -19,17 +18,22 @@ if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
 
     from ..system import MemorySystem, SystemContext
+    from .interrupt import TerminateAsInterrupt
 
 
 class BeamSessionPlugin:
     def __init__(self, session: BeamSession) -> None:
         self.session = session
+        self.terminate: TerminateAsInterrupt | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .collector import RunCollector
+        from .interrupt import TerminateAsInterrupt
 
         collection.load_questions(self.session)
         self.session.collector = RunCollector(self.session)
+        self.terminate = TerminateAsInterrupt(self.session.collector)
+        self.terminate.install()
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         if not self.session.is_worker and getattr(session.config.option, "numprocesses", None) and reporter:
             from .progress import ProgressRelay
@@ -63,24 +67,23 @@ class BeamSessionPlugin:
 
         return make_scheduler(config, log)
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: WorkerController, error: object) -> None:
-        payload = getattr(node, "workeroutput", {}).get("beam")
-        if payload and self.session.collector is not None:
-            self.session.collector.merge_worker(json.loads(payload))
-
+    @pytest.hookimpl(trylast=True)  # after xdist has taken its workers down: their parts are final
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         beam = self.session
         if beam.collector is None:
             return
-        if beam.runtime is not None:
-            beam.runtime.close()
-        if beam.progress is not None:
-            beam.progress.stop()
-        if beam.is_worker:
-            session.config.workeroutput["beam"] = json.dumps(beam.collector.worker_payload())  # type: ignore[attr-defined]
-            return
-        beam.collector.finish(int(exitstatus))
+        try:
+            if beam.runtime is not None:
+                beam.runtime.close()
+            if beam.progress is not None:
+                beam.progress.stop()
+            if beam.is_worker:
+                beam.collector.persist()
+            else:
+                beam.collector.finish(int(exitstatus))
+        finally:
+            if self.terminate is not None:
+                self.terminate.restore()
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.session.collector is not None and not self.session.is_worker:

@@ -10,6 +10,7 @@ import contextlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,9 +53,10 @@ class Outcome:
 class TraceWriter:
     """Appends every model call and agent step to this process's part of the run's trace."""
 
-    def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
+    def __init__(self, path: Path, secrets: tuple[str, ...], after: Callable[[], None] | None = None) -> None:
         self.path = path
         self.secrets = secrets
+        self.after = after  # run after each event: the collector keeps this process's part current
         self.context: dict[str, Any] = {}
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +67,8 @@ class TraceWriter:
             line = line.replace(secret, "***")
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+        if self.after is not None:
+            self.after()
 
 
 class Runtime:
@@ -80,7 +84,8 @@ class Runtime:
         self._provider: Neo4jProvider | None = None
         self._models: ModelClient | None = None
         self.trace = TraceWriter(session.run_dir / f"trace-{session.process_name}.jsonl",
-                                 (self.settings.api_key,) if self.settings.api_key else ())
+                                 (self.settings.api_key,) if self.settings.api_key else (),
+                                 after=session.collector.persist if session.collector is not None else None)
 
     # ------------------------------------------------------------ model client
 
