@@ -1,5 +1,7 @@
 """Every probing question as a pytest item: ids, markers, modes, selection, xdist groups, help."""
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -171,3 +173,41 @@ def test_the_api_key_is_read_from_the_environment_only(pytester, monkeypatch):
     out = " ".join(out.split())  # argparse wraps lines
     assert "beam_api_key" not in out
     assert "BEAM_API_KEY" in out and "environment only" in out
+
+
+def test_paths_resolve_against_where_they_were_given(pytester, beam_data_dir, monkeypatch):
+    """Command-line and environment paths against the invocation directory, ini paths against the
+    ini file's directory (pytest's own convention), whatever pytest's rootdir is."""
+    project = pytester.path
+    (project / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\nbeam_results = from-ini\n")
+    sub = project / "sub"
+    sub.mkdir()
+    pytester.makeconftest("""
+import json
+from pytest_beam.session import get_session
+def pytest_collection_finish(session):
+    s = get_session(session.config).settings
+    open(str(session.config.rootpath / 'paths.json'), 'w').write(json.dumps(
+        {'results': str(s.results), 'cache': str(s.cache), 'cassette': str(s.cassette)}))
+""")
+    monkeypatch.chdir(sub)
+    monkeypatch.setenv("BEAM_CACHE", "env-cache")
+    data = os.path.relpath(beam_data_dir, sub)
+    for spelling in (["--beam-data=" + data, "--beam-cassette=cli.jsonl"], ["--beam-data", data, "--beam-cassette", "cli.jsonl"]):
+        result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "--beam-record-mode=all",
+                                    f"--rootdir={project}", *spelling)
+        assert result.ret == 0, result.outlines
+        paths = json.loads((project / "paths.json").read_text())
+        assert paths == {"results": str(project / "from-ini"), "cache": str(sub / "env-cache"),
+                         "cassette": str(sub / "cli.jsonl")}, spelling
+
+
+@pytest.mark.parametrize("spelling", ["joined", "spaced"])
+def test_beam_data_in_both_spellings_keeps_the_projects_ini(pytester, beam_data_dir, spelling):
+    """`--beam-data DIR` (the README's spelling) made pytest take DIR for a test path, move its
+    rootdir and skip the project's ini file: here beam_mode = full would have been lost."""
+    pytester.makeini("[pytest]\nbeam_mode = full\nbeam_results = from-ini\n")
+    data = os.path.relpath(beam_data_dir, pytester.path)
+    flags = [f"--beam-data={data}"] if spelling == "joined" else ["--beam-data", data]
+    _, ids = collect(pytester, *flags)
+    assert len(ids) == 100

@@ -7,10 +7,12 @@ the command line, or with `beam_mode` in the ini file / BEAM_MODE and no explici
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
 
 from ..settings import OPTION_BY_NAME, resolve
+from .project import missed_ini
 from .state import STASH_KEY, BeamSession, new_run_id
 
 # Flags that, given on the command line, ask for the BEAM suite.
@@ -28,24 +30,33 @@ def _explicit_beam_flag(config: pytest.Config) -> bool:
     return any(given_flag(args, flag) for flag in SUITE_FLAGS)
 
 
-def suite_wanted(config: pytest.Config) -> bool:
+def suite_wanted(config: pytest.Config, get_ini: Callable[[str], object]) -> bool:
     """Opt-in: a beam flag on the command line, or beam_mode in the ini file / BEAM_MODE;
     and with explicit test paths only when a beam flag says so."""
     if _explicit_beam_flag(config) or config.getoption("beam_collect", False):
         return True
-    mode_configured = bool(config.getini("beam_mode") or os.environ.get("BEAM_MODE"))
+    mode_configured = bool(get_ini("mode") or os.environ.get("BEAM_MODE"))
     explicit_paths = config.args_source == pytest.Config.ArgsSource.ARGS
     return mode_configured and not explicit_paths
 
 
 def open_session(config: pytest.Config) -> BeamSession | None:
     """Build and stash the session (settings errors raise SettingsError); None when the suite is off."""
+    missed = missed_ini(config)
+    if missed is not None and missed.path is not None:  # `--beam-data DIR` moved pytest off the project
+        def get_ini(name: str) -> object:
+            return missed.get("beam_" + name)
+
+        root, ini_dir = missed.path.parent, missed.path.parent
+    else:
+        def get_ini(name: str) -> object:
+            return config.getini("beam_" + name)
+
+        root, ini_dir = config.rootpath, (config.inipath.parent if config.inipath else None)
     settings = resolve(
         get_flag=lambda name: config.getoption("beam_" + name, None) if OPTION_BY_NAME[name].flag else None,
-        get_ini=lambda name: config.getini("beam_" + name),
-        rootdir=config.rootpath,
-    )
-    if not suite_wanted(config):
+        get_ini=get_ini, rootdir=root, invocation_dir=config.invocation_params.dir, ini_dir=ini_dir)
+    if not suite_wanted(config, get_ini):
         return None
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
