@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 MODES = ("lite", "full", "complete")
 RECORD_MODES = ("off", "none", "once", "new_episodes", "all")
@@ -30,8 +30,13 @@ class Option:
     kind: Callable[[str], Any] = str
     choices: tuple[str, ...] | None = None
     env: tuple[str, ...] = ()  # extra environment variables, after BEAM_<NAME>
-    flag: bool = True  # secrets get no flag (a flag shows in `ps` and shell history)
+    flag: bool = True  # secrets get no flag (a flag shows in `ps` and shell history) and no ini key
     is_bool: bool = False
+
+    @property
+    def env_only(self) -> bool:
+        """A secret: read from the environment only (no flag, no ini key in a committed file)."""
+        return not self.flag
 
     @property
     def flag_name(self) -> str:
@@ -76,7 +81,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None),
     Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto"),
     Option("base_url", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1.", None, env=("OPENAI_BASE_URL",)),
-    Option("api_key", "API key (environment only: BEAM_API_KEY or OPENAI_API_KEY).", None, env=("OPENAI_API_KEY",), flag=False),
+    Option("api_key", "API key: environment only (BEAM_API_KEY or OPENAI_API_KEY); no flag and no ini key.", None, env=("OPENAI_API_KEY",), flag=False),
     Option("model", "Model of the agent; the default for every other role.", None),
     Option("extraction_model", "Model for ingest extraction (default: the agent's).", None),
     Option("resolution_model", "Model for entity resolution and updates (default: the agent's).", None),
@@ -180,25 +185,39 @@ class Settings:
         return out
 
 
+PATH_OPTIONS = ("data", "cassette", "cache", "results")
+
+
 def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
-            environ: dict[str, str] | None = None, rootdir: Path | None = None) -> Settings:
-    """Build Settings; `get_flag(name)` and `get_ini(name)` return None when unset."""
+            environ: Mapping[str, str] | None = None, rootdir: Path | None = None,
+            invocation_dir: Path | None = None, ini_dir: Path | None = None) -> Settings:
+    """Build Settings; `get_flag(name)` and `get_ini(name)` return None when unset.
+
+    A relative path resolves where it was written (pytest's convention): a flag's or an
+    environment variable's against `invocation_dir`, an ini key's against `ini_dir` (the ini
+    file's folder), a default against `rootdir`; each falls back to `rootdir`, then the cwd.
+    """
     environ = os.environ if environ is None else environ
+    root = rootdir or Path.cwd()
+    bases = {"flag": invocation_dir or root, "env": invocation_dir or root, "ini": ini_dir or root, "default": root}
+    base_of: dict[str, Path] = {}
     values: dict[str, Any] = {}
     for option in OPTIONS:
         raw, origin = None, None
         flag_value = get_flag(option.name) if option.flag else None
+        kind = "default"
         if flag_value is not None and flag_value is not False:
-            raw, origin = flag_value, option.flag_name
+            raw, origin, kind = flag_value, option.flag_name, "flag"
         else:
             for env_name in option.env_names:
                 if environ.get(env_name):
-                    raw, origin = environ[env_name], env_name
+                    raw, origin, kind = environ[env_name], env_name, "env"
                     break
             else:
-                ini_value = get_ini(option.name)
+                ini_value = None if option.env_only else get_ini(option.name)
                 if ini_value not in (None, ""):
-                    raw, origin = ini_value, option.ini_name
+                    raw, origin, kind = ini_value, option.ini_name, "ini"
+        base_of[option.name] = bases[kind]
         if raw is None:
             values[option.name] = option.default
             continue
@@ -210,13 +229,13 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
             raise SettingsError(f"{origin}={raw!r}: choose one of {', '.join(option.choices)}")
         values[option.name] = value
 
-    base = rootdir or Path.cwd()
     for name in ("data", "cassette"):
         if values[name] is not None:
-            values[name] = (base / Path(values[name]).expanduser()).resolve()
+            values[name] = (base_of[name] / Path(values[name]).expanduser()).resolve()
     cache = values["cache"]
-    values["cache"] = None if str(cache).lower() in {"off", "none", ""} else (base / Path(cache)).resolve()
-    values["results"] = (base / Path(values["results"])).resolve()
+    values["cache"] = None if str(cache).lower() in {"off", "none", ""} else (
+        base_of["cache"] / Path(cache).expanduser()).resolve()
+    values["results"] = (base_of["results"] / Path(values["results"]).expanduser()).resolve()
     if values["snapshot"] is None:
         values["snapshot"] = "assert" if values["record_mode"] == "none" else "report"
     if values["record_mode"] not in ("off",) and values["cassette"] is None:

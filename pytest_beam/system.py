@@ -9,10 +9,17 @@ over, so a system that calls models through it is costed like the built-in one.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .data.records import Document, SystemQuestion
+
+if TYPE_CHECKING:
+    from .llm import ModelClient
+    from .services import Neo4jConnection
+    from .settings import Settings
 
 
 @dataclass
@@ -68,11 +75,11 @@ class SystemContext:
     """
 
     conversation_id: str
-    models: Any  # pytest_beam.llm.ModelClient
-    settings: Any  # pytest_beam.settings.Settings
-    work_dir: Any  # pathlib.Path, private to this conversation
-    start_neo4j: Any  # Callable[[], pytest_beam.services.Neo4jConnection]
-    progress: Any = None  # Callable[[str], None]: one line of progress for the user, or None
+    models: ModelClient
+    settings: Settings
+    work_dir: Path  # private to this conversation
+    start_neo4j: Callable[[], Neo4jConnection]
+    progress: Callable[[str], None] | None = None  # one line of progress for the user
     # Question id -> its source message ids. Filled by the harness ONLY for a system whose class
     # sets `measurement_aid = True` (the gold-evidence ceiling); None for every other system.
     gold_evidence: Callable[[str], tuple[int, ...]] | None = None

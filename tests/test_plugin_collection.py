@@ -1,5 +1,7 @@
 """Every probing question as a pytest item: ids, markers, modes, selection, xdist groups, help."""
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -58,9 +60,14 @@ def test_marker_selection_and_keywords(pytester, data_flag):
 
 
 def test_markers_are_registered(pytester):
+    from pytest_beam.data.records import ABILITIES
+
     result = pytester.runpytest("--markers")
-    for name in ("beam:", "lite:", "known_bad_rubric:", "event_ordering:", "temporal_reasoning:"):
+    for name in ("beam:", "lite:", "known_bad_rubric:", *(f"{a}:" for a in ABILITIES)):
         assert any(line.startswith(f"@pytest.mark.{name}") for line in result.outlines), name
+    # this repository's own markers are not pushed onto every project that installs the plugin
+    for name in ("neo4j:", "e2e:", "live_model:"):
+        assert not any(line.startswith(f"@pytest.mark.{name}") for line in result.outlines), name
 
 
 def test_without_a_model_the_questions_skip_with_the_fix(pytester, data_flag):
@@ -124,3 +131,83 @@ def pytest_configure(config):
     assert sorted(workers) == ["conv1", "conv13", "conv17", "conv4", "conv6"]
     assert all(len(w) == 1 for w in workers.values()), workers
     result.assert_outcomes(skipped=100)
+
+
+@pytest.mark.parametrize("flags", [["--beam-model=scripted"], ["--beam-model", "scripted"],
+                                   ["--beam-mode-x"], ["--beam-database=x"]])
+def test_a_flag_that_only_starts_like_a_suite_flag_does_not_switch_the_suite_on(pytester, beam_data_dir, flags,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("BEAM_DATA", str(beam_data_dir))  # the data is there: only the switch decides
+    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "test_mine.py", *flags)
+    assert result.ret in (0, pytest.ExitCode.USAGE_ERROR), result.outlines  # an unknown flag is a usage error
+    assert not [line for line in result.outlines if line.startswith("beam::")], result.outlines
+
+
+@pytest.mark.parametrize("spelling", ["joined", "spaced"])
+def test_suite_flags_switch_the_suite_on_in_both_spellings(pytester, beam_data_dir, spelling):
+    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    flags = ["--beam-mode=lite"] if spelling == "joined" else ["--beam-mode", "lite"]
+    _, ids = collect(pytester, "test_mine.py", f"--beam-data={beam_data_dir}", *flags, "-m", "lite")
+    assert len(ids) == 2
+
+
+def test_the_api_key_is_read_from_the_environment_only(pytester, monkeypatch):
+    """An ini key for the secret is neither registered nor read; --help says where the key goes."""
+    from pytest_beam.settings import resolve
+
+    monkeypatch.delenv("BEAM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = resolve(get_flag=lambda name: None,
+                       get_ini=lambda name: "sk-from-the-ini-file" if name == "api_key" else None, environ={})
+    assert settings.api_key is None
+    assert resolve(get_flag=lambda name: None, get_ini=lambda name: None,
+                   environ={"BEAM_API_KEY": "sk-env"}).api_key == "sk-env"
+    pytester.makeini("[pytest]\nbeam_api_key = sk-from-the-ini-file\n")
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    result = pytester.runpytest("test_mine.py", "-W", "default")
+    result.stdout.fnmatch_lines(["*Unknown config option: beam_api_key*"])
+    out = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, check=True).stdout
+    out = " ".join(out.split())  # argparse wraps lines
+    assert "beam_api_key" not in out
+    assert "BEAM_API_KEY" in out and "environment only" in out
+
+
+def test_paths_resolve_against_where_they_were_given(pytester, beam_data_dir, monkeypatch):
+    """Command-line and environment paths against the invocation directory, ini paths against the
+    ini file's directory (pytest's own convention), whatever pytest's rootdir is."""
+    project = pytester.path
+    (project / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\nbeam_results = from-ini\n")
+    sub = project / "sub"
+    sub.mkdir()
+    pytester.makeconftest("""
+import json
+from pytest_beam.session import get_session
+def pytest_collection_finish(session):
+    s = get_session(session.config).settings
+    open(str(session.config.rootpath / 'paths.json'), 'w').write(json.dumps(
+        {'results': str(s.results), 'cache': str(s.cache), 'cassette': str(s.cassette)}))
+""")
+    monkeypatch.chdir(sub)
+    monkeypatch.setenv("BEAM_CACHE", "env-cache")
+    data = os.path.relpath(beam_data_dir, sub)
+    for spelling in (["--beam-data=" + data, "--beam-cassette=cli.jsonl"], ["--beam-data", data, "--beam-cassette", "cli.jsonl"]):
+        result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "--beam-record-mode=all",
+                                    f"--rootdir={project}", *spelling)
+        assert result.ret == 0, result.outlines
+        paths = json.loads((project / "paths.json").read_text())
+        assert paths == {"results": str(project / "from-ini"), "cache": str(sub / "env-cache"),
+                         "cassette": str(sub / "cli.jsonl")}, spelling
+
+
+@pytest.mark.parametrize("spelling", ["joined", "spaced"])
+def test_beam_data_in_both_spellings_keeps_the_projects_ini(pytester, beam_data_dir, spelling):
+    """`--beam-data DIR` (the README's spelling) made pytest take DIR for a test path, move its
+    rootdir and skip the project's ini file: here beam_mode = full would have been lost."""
+    pytester.makeini("[pytest]\nbeam_mode = full\nbeam_results = from-ini\n")
+    data = os.path.relpath(beam_data_dir, pytester.path)
+    flags = [f"--beam-data={data}"] if spelling == "joined" else ["--beam-data", data]
+    _, ids = collect(pytester, *flags)
+    assert len(ids) == 100

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -78,19 +77,6 @@ class AgentAction(BaseModel):
     arguments: dict[str, Any] | None = Field(default=None, description="The tool's arguments.")
     final_answer: str | None = Field(default=None, max_length=4000,
                                      description="The answer to the question, or null when calling a tool.")
-
-
-def evidence_recall(source_ids: Any, retrieved_ids: Any) -> float | None:
-    """Share of ``source_ids`` among ``retrieved_ids``; None when there are no source ids
-    (abstention questions have none)."""
-    sources = set(source_ids or ())
-    if not sources:
-        return None
-    return len(sources & set(retrieved_ids or ())) / len(sources)
-
-
-# Clients whose endpoint refused native tools (rule (a) above): skip straight to JSON actions.
-_REFUSED_NATIVE: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 def _refuses_tools(exc: ModelEndpointError) -> bool:
@@ -186,17 +172,19 @@ def answer_question(driver: Any, database: str, question: SystemQuestion, models
     return _json_loop(run)
 
 
+# The refusal (rule (a) above) is remembered on the model client the runtime owns, as the client
+# remembers its own endpoint quirks (seed, structured-output mode): no module-level state.
+REFUSED_NATIVE_ATTR = "agent_refused_native_tools"
+
+
 def _is_refused(models: Any) -> bool:
-    try:
-        return models in _REFUSED_NATIVE
-    except TypeError:
-        return False
+    return bool(getattr(models, REFUSED_NATIVE_ATTR, False))
 
 
 def _remember_refusal(models: Any) -> None:
     try:
-        _REFUSED_NATIVE.add(models)
-    except TypeError:
+        setattr(models, REFUSED_NATIVE_ATTR, True)
+    except AttributeError:  # a client that takes no attributes: ask again next question
         pass
 
 

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 
 CONFTEST = '''
 import os, signal
-from pytest_beam.harness import get_state
+from pytest_beam.session import get_session
 from pytest_beam.services.access import open_driver, run_read
 from pytest_beam.system import IngestReport, MemorySystem, SystemAnswer
 
@@ -41,7 +41,7 @@ class CountingSystem(MemorySystem):
 
     def answer(self, question):
         if question.id == "conv1:abstention:1":  # kill this conversation's JVM, as a crash would
-            service = get_state(CONFIG[0]).runtime.services["1"]
+            service = get_session(CONFIG[0]).runtime.services["1"]
             os.kill(service.pid, signal.SIGKILL)
             service.process.wait(timeout=30)
         rows = run_read(self.driver, self.connection.database, "MATCH (m:M) RETURN count(m) AS n", {},
@@ -69,7 +69,7 @@ def test_a_dead_service_errors_only_its_conversation(tmp_path, beam_data_dir):
     (tmp_path / "conftest.py").write_text(CONFTEST)
     with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
-               "-k", "abstention and (conv1 or conv4) and not conv13 and not conv17", f"--beam-data={beam_data_dir}",
+               "-k", "(abstention or temporal_reasoning) and (conv1 or conv4) and not conv13 and not conv17", f"--beam-data={beam_data_dir}",
                f"--beam-base-url={server.base_url}", "--beam-model=scripted", "--beam-neo4j=local",
                "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-pass-score=0",
                "--beam-max-calls=100000", "--beam-max-tokens=100000000", "--beam-snapshot=off", "-rE"]
@@ -77,7 +77,10 @@ def test_a_dead_service_errors_only_its_conversation(tmp_path, beam_data_dir):
     assert proc.returncode == 1, proc.stdout[-4000:]
     record = json.loads(next((tmp_path / "results").glob("*/record.json")).read_text())
     outcomes = {q["id"]: q["outcome"] for q in record["questions"]}
+    # conv1:temporal_reasoning:0 has a known-bad rubric: xfail covers its score, never a dead service
     assert outcomes == {"conv1:abstention:0": "passed", "conv1:abstention:1": "error",
-                        "conv4:abstention:0": "passed", "conv4:abstention:1": "passed"}
-    error = next(q["error"] for q in record["questions"] if q["outcome"] == "error")
-    assert "Neo4jServiceDown" in error and "conv1" in error
+                        "conv1:temporal_reasoning:0": "error", "conv1:temporal_reasoning:1": "error",
+                        "conv4:abstention:0": "passed", "conv4:abstention:1": "passed",
+                        "conv4:temporal_reasoning:0": "passed", "conv4:temporal_reasoning:1": "passed"}
+    errors = [q["error"] for q in record["questions"] if q["outcome"] == "error"]
+    assert all("Neo4jServiceDown" in e and "conv1" in e for e in errors), errors

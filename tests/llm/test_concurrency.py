@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from pytest_beam.llm import endpoint_semaphore
 
 
+class Rendezvous:
+    """Holds each chat request until `size` of them are held together, then answers them all:
+    requests overlap by construction, not because the server happened to be slow enough."""
+
+    def __init__(self, size: int) -> None:
+        self.barrier = threading.Barrier(size, timeout=60)  # a bound for a broken run, not a wait
+
+    def __call__(self, body: dict) -> str:
+        self.barrier.wait()
+        return "ok"
+
+
 def test_at_most_limit_requests_in_flight(model_server_factory, make_client):
-    server = model_server_factory(default_reply="ok", latency=0.12)
+    server = model_server_factory(default_reply="ok", responder=Rendezvous(2))
     chat_client = make_client(server, endpoint={"concurrency": 2})
     other_client = make_client(server, endpoint={"concurrency": 2})  # same URL: same semaphore
 
@@ -33,8 +46,9 @@ def test_semaphore_is_keyed_by_normalised_base_url_and_limit():
 def test_a_later_client_with_a_higher_limit_gets_it(model_server_factory, make_client):
     # The overhead bench ingests at concurrency 1 and then 8 against one server: the second
     # client must not inherit the first one's limit.
-    server = model_server_factory(default_reply="ok", latency=0.12)
+    server = model_server_factory(default_reply="ok")
     make_client(server, endpoint={"concurrency": 1}).chat(role="agent", messages=[{"role": "user", "content": "q"}])
+    server.responder = Rendezvous(4)  # four at once, or the barrier never opens
     wide = make_client(server, endpoint={"concurrency": 4})
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda i: wide.chat(role="agent", messages=[{"role": "user", "content": f"w{i}"}]), range(4)))

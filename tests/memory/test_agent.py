@@ -8,7 +8,8 @@ import pytest
 
 from pytest_beam.data.records import SystemQuestion
 from pytest_beam.llm import ModelEndpointError
-from pytest_beam.memory.agent import AgentConfig, answer_question, evidence_recall
+from pytest_beam.memory.agent import AgentConfig, answer_question
+from pytest_beam.scoring import evidence_recall
 from pytest_beam.memory.prompts_agent import SYSTEM_PROMPT
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, count_graph

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from pytest_beam.memory.agent import AgentAction, AgentConfig, evidence_recall
+from pytest_beam.memory.agent import AgentAction, AgentConfig
+from pytest_beam.scoring import evidence_recall
 from pytest_beam.memory.search import SearchHit, escape_lucene, fulltext_query, rrf_fuse
 from pytest_beam.memory.tool_render import bounded as _bounded
 from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
+
+from .runtime import NO_ANSWER_FLAGS
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+
+    from .runtime import Outcome, Runtime
+
+RecordProperty = Callable[[str, object], None]
 
 PROPERTY_PREFIX = "beam_"
 
 
-def question_result(outcome) -> dict[str, Any]:
+def question_result(outcome: Outcome) -> dict[str, Any]:
     """The JSON-able result of one question, carried to the controller and the record."""
     q, answer, score = outcome.question, outcome.answer, outcome.score
     flags = sorted(set(answer.flags) | set(score.flags) | ({"known_bad_rubric"} if q.known_bad_rubric else set()))
-    value = 0.0 if {"agent_failure", "timeout"} & set(answer.flags) else score.score
+    value = 0.0 if NO_ANSWER_FLAGS & set(answer.flags) else score.score
     detail = score.model_dump(mode="json") if hasattr(score, "model_dump") else dict(score.__dict__)
     return {
         "id": q.id, "conversation_id": q.conversation_id, "ability": q.ability, "index": q.index,
@@ -24,24 +33,33 @@ def question_result(outcome) -> dict[str, Any]:
         "event_f1": detail.get("event_f1"), "event_tau_norm": detail.get("event_tau_norm"),
         "evidence_recall": outcome.evidence_recall, "flags": flags, "known_bad_reason": q.known_bad_rubric,
         "items": [{"rubric_item": i.get("rubric_item"), "score": i.get("score"), "reason": i.get("reason"),
-                   "parsed": i.get("parsed", True)} for i in detail.get("items", [])],
+                   "parsed": i.get("parsed", True), "reply": i.get("reply"), "repeats": i.get("repeats", [])}
+                  for i in detail.get("items", [])],
         "event_detail": detail.get("event_detail"),
         "usage": outcome.usage, "agent_steps": answer.steps,
         "seconds": round(sum(outcome.seconds.values()), 3), "phase_seconds": outcome.seconds,
         "scorer": detail.get("mode"), "source_message_ids": list(q.source_message_ids),
         "retrieved_message_ids": sorted(answer.retrieved_message_ids), "trace": answer.trace,
+        "context_tokens": answer.context_tokens, "system": outcome.system,
     }
 
 
-def check_outcome(outcome, runtime, record_property, snapshot) -> None:
+def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tuple[str, object]],
+                  snapshot: SnapshotAssertion) -> None:
+    """Properties go straight onto the item: JUnit XML writes them under any junit_family,
+    and `record_property` would warn under the default xunit2."""
     settings = runtime.settings
+
+    def record_property(name: str, value: object) -> None:
+        user_properties.append((name, value))
+
     result = question_result(outcome)
     result["answer_changed"], result["answer_diff"], snapshot_failure = _snapshot(
         outcome, runtime, snapshot, settings.snapshot)
     _record(result, record_property)
     if snapshot_failure:
         pytest.fail(snapshot_failure, pytrace=False)
-    if {"agent_failure", "timeout"} & set(result["flags"]):
+    if NO_ANSWER_FLAGS & set(result["flags"]):
         pytest.fail(f"{result['id']}: the agent gave no answer ({', '.join(result['flags'])}); scored 0", pytrace=False)
     if result["score"] < settings.pass_score:
         lines = [f"{result['id']}: score {result['score']:.3f} < pass score {settings.pass_score}"]
@@ -51,7 +69,7 @@ def check_outcome(outcome, runtime, record_property, snapshot) -> None:
         pytest.fail("\n".join(lines), pytrace=False)
 
 
-def _record(result: dict[str, Any], record_property) -> None:
+def _record(result: dict[str, Any], record_property: RecordProperty) -> None:
     """Metrics as user properties: JUnit XML carries them; xdist brings them to the controller."""
     for key in ("score", "score_excluding_known_bad", "event_f1", "event_tau_norm", "evidence_recall"):
         if result[key] is not None:
@@ -60,10 +78,13 @@ def _record(result: dict[str, Any], record_property) -> None:
         record_property("flags", ",".join(result["flags"]))
     for n, item in enumerate(result["items"]):
         record_property(f"item_{n}", json.dumps({"score": item["score"], "reason": item["reason"]}))
-    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    from ..results.schema import all_calls
+
+    total = {"prompt_tokens": 0, "completion_tokens": 0}
     for usage in result["usage"].values():
         for key in total:
             total[key] += int(usage.get(key, 0))
+    record_property("calls", all_calls(result["usage"]))  # live, cached and replayed, as the record counts
     for key, value in total.items():
         record_property(key, value)
     record_property("agent_steps", result["agent_steps"])
@@ -71,15 +92,15 @@ def _record(result: dict[str, Any], record_property) -> None:
     record_property(PROPERTY_PREFIX + "result", json.dumps(compact, default=str))
 
 
-def _snapshot(outcome, runtime, snapshot, mode: str) -> tuple[bool | None, str | None, str | None]:
+def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion, mode: str) -> tuple[bool | None, str | None, str | None]:
     """(changed, diff, failure): `assert` fails on a changed answer; `report` only notes it;
     `off` does nothing."""
     if mode == "off":
         return None, None, None
-    from .results.snapshots import AnswerSnapshotExtension, snapshot_path
+    from ..results.snapshots import AnswerSnapshotExtension, snapshot_path
 
     text = (outcome.answer.text or "").rstrip("\n") + "\n"
-    config = runtime.config
+    config = runtime.session.config
     updating = bool(config.getoption("update_snapshots", False))
     path = snapshot_path(config.rootpath, outcome.question.id)
     old = path.read_text(encoding="utf-8") if path.exists() else None

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..data.records import ProbingQuestion
+    from ..data.sets import BenchmarkSet
+    from ..settings import Settings
 
 ASSUMPTIONS = {
     "extraction_completion_ratio": 0.35,  # completion tokens per chunk token (entities + statements)
@@ -55,7 +61,7 @@ class Estimate:
     def tokens(self) -> int:
         return sum(p.tokens for p in self.phases.values())
 
-    def over_cap(self, settings) -> str | None:
+    def over_cap(self, settings: Settings) -> str | None:
         problems = []
         if settings.max_calls is not None and self.calls > settings.max_calls:
             problems.append(f"{self.calls:,} calls > cap {settings.max_calls:,} (over by {self.calls - settings.max_calls:,}; "
@@ -70,24 +76,24 @@ class Estimate:
 
 
 def _tokens(text: str) -> int:
-    from .memory.tokens import count_tokens
+    from ..memory.tokens import count_tokens
 
     return count_tokens(text)
 
 
 def _agent_prompt_tokens() -> int:
-    from .memory.prompts_agent import SYSTEM_PROMPT
-    from .memory.tools import ToolBox
+    from ..memory.prompts_agent import SYSTEM_PROMPT
+    from ..memory.tools import ToolBox
 
     specs = ToolBox(driver=None, database="neo4j").specs()
     return _tokens(SYSTEM_PROMPT) + _tokens(json.dumps(specs))
 
 
-def estimate_run(bench_set, questions, settings) -> Estimate:
-    from .memory.chunking import chunk_documents
-    from .memory.extraction_schema import Extraction
-    from .memory.prompts_ingest import extraction_messages
-    from .scoring.prompts import BINARY_CLASSIFIER_SYSTEM, JUDGE_PROMPT
+def estimate_run(bench_set: BenchmarkSet, questions: list[ProbingQuestion], settings: Settings) -> Estimate:
+    from ..memory.chunking import chunk_documents
+    from ..memory.extraction_schema import Extraction
+    from ..memory.prompts_ingest import extraction_messages
+    from ..scoring.prompts import BINARY_CLASSIFIER_SYSTEM, JUDGE_PROMPT
 
     a = ASSUMPTIONS
     estimate = Estimate(phases={p: PhaseEstimate() for p in ("extraction", "resolution", "agent", "judge")})
@@ -124,7 +130,7 @@ def estimate_run(bench_set, questions, settings) -> Estimate:
     return estimate
 
 
-def format_estimate(estimate: Estimate, settings) -> str:
+def format_estimate(estimate: Estimate, settings: Settings) -> str:
     rows = [f"pytest-beam dry run (the built-in Agentic GraphRAG): {settings.mode} set, {estimate.questions} questions, "
             f"{sum(estimate.chunks.values())} chunks of ~{settings.chunk_tokens} tokens "
             f"({', '.join(f'conv{c}: {n}' for c, n in estimate.chunks.items())})",

@@ -4,8 +4,8 @@ Answering and judging happen in the `beam_outcome` fixture (setup), so a model o
 is reported as an error; the test body only records metrics and decides pass or fail.
 """
 
-from pytest_beam.harness import check_question
+from pytest_beam.session.outcome import check_outcome
 
 
 def test_question(beam_outcome, beam_runtime, request, snapshot):
-    check_question(beam_outcome, beam_runtime, request.node.user_properties, snapshot)
+    check_outcome(beam_outcome, beam_runtime, request.node.user_properties, snapshot)

@@ -10,13 +10,24 @@ import contextlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+if TYPE_CHECKING:
+    from .state import BeamSession
+    from ..data.records import ProbingQuestion
+    from ..llm import Meter, ModelClient
+    from ..scoring import QuestionScore
+    from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
+
+
+# An answer with one of these flags is no answer (the agent hit its step limit or its timeout).
+NO_ANSWER_FLAGS = frozenset({"agent_failure", "timeout"})
 
 
 @dataclass
@@ -31,20 +42,22 @@ class ConversationRun:
 class Outcome:
     """Everything one question produced, before pytest decides pass or fail."""
 
-    question: Any  # ProbingQuestion
+    question: ProbingQuestion
     answer: SystemAnswer
-    score: Any  # pytest_beam.scoring QuestionScore
+    score: QuestionScore
     usage: dict[str, dict[str, Any]]
     seconds: dict[str, float] = field(default_factory=dict)
     evidence_recall: float | None = None
+    system: str | None = None  # the answering memory system's name
 
 
 class TraceWriter:
     """Appends every model call and agent step to this process's part of the run's trace."""
 
-    def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
+    def __init__(self, path: Path, secrets: tuple[str, ...], after: Callable[[], None] | None = None) -> None:
         self.path = path
         self.secrets = secrets
+        self.after = after  # run after each event: the collector keeps this process's part current
         self.context: dict[str, Any] = {}
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,38 +68,41 @@ class TraceWriter:
             line = line.replace(secret, "***")
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+        if self.after is not None:
+            self.after()
 
 
 class Runtime:
-    def __init__(self, state, config: pytest.Config) -> None:
-        self.state = state
-        self.settings = state.settings
-        self.config = config
+    """This process's model client, services and memory systems, owned by its BeamSession."""
+
+    def __init__(self, session: BeamSession) -> None:
+        self.session = session
+        self.settings = session.settings
         self.conversations: dict[str, ConversationRun] = {}
-        self.services: dict[str, Any] = {}
-        self.connections: dict[str, Any] = {}
+        self.services: dict[str, Neo4jService] = {}
+        self.connections: dict[str, Neo4jConnection] = {}
         self.cap_reason: str | None = None
-        self._provider = None
-        self._models = None
-        name = state.worker_id or "main"
-        self.trace = TraceWriter(state.run_dir / f"trace-{name}.jsonl",
-                                 (self.settings.api_key,) if self.settings.api_key else ())
+        self._provider: Neo4jProvider | None = None
+        self._models: ModelClient | None = None
+        self.trace = TraceWriter(session.run_dir / f"trace-{session.process_name}.jsonl",
+                                 (self.settings.api_key,) if self.settings.api_key else (),
+                                 after=session.collector.persist if session.collector is not None else None)
 
     # ------------------------------------------------------------ model client
 
     @property
-    def models(self):
+    def models(self) -> ModelClient:
         if self._models is None:
-            from .llm import Budget, Cassette, EndpointConfig, FileBudget, Meter, ModelClient, ResponseCache, RoleModels
+            from ..llm import Budget, Cassette, EndpointConfig, FileBudget, Meter, ModelClient, ResponseCache, RoleModels
 
             s = self.settings
             roles = s.role_models()
             budget: Budget | None = None
             if s.max_calls is not None or s.max_tokens is not None:
-                budget = FileBudget.in_run_dir(self.state.run_dir, max_calls=s.max_calls, max_tokens=s.max_tokens)
+                budget = FileBudget.in_run_dir(self.session.run_dir, max_calls=s.max_calls, max_tokens=s.max_tokens)
             cassette = None
             if s.record_mode != "off":
-                cassette = Cassette(s.cassette, mode=self.state.record_mode)
+                cassette = Cassette(s.cassette, mode=self.session.record_mode)
             self._models = ModelClient(
                 EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
                                max_retries=s.max_retries, concurrency=s.concurrency),
@@ -101,8 +117,12 @@ class Runtime:
         return self._models
 
     @property
-    def meter(self):
+    def meter(self) -> Meter:
         return self.models.meter
+
+    def usage(self) -> dict[str, dict[str, Any]]:
+        """What this process's model client has metered so far; nothing if it was never built."""
+        return self._models.meter.to_dict() if self._models is not None else {}
 
     def say(self, line: str) -> None:
         """A progress line the user sees while a fixture runs, with or without xdist.
@@ -110,14 +130,14 @@ class Runtime:
         An xdist worker appends it to the run's progress folder, which the controller prints
         (ProgressRelay); in one process, capture is suspended around the write.
         """
-        if self.state.is_worker:
-            path = self.state.run_dir / "progress" / f"{self.state.worker_id}.log"
+        if self.session.is_worker:
+            path = self.session.run_dir / "progress" / f"{self.session.worker_id}.log"
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as fh:
-                fh.write(f"[{self.state.worker_id}] {line}\n")
+                fh.write(f"[{self.session.worker_id}] {line}\n")
             return
-        capture = self.config.pluginmanager.getplugin("capturemanager")
-        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        capture = self.session.config.pluginmanager.getplugin("capturemanager")
+        reporter = self.session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is None:
             return
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
@@ -125,18 +145,18 @@ class Runtime:
 
     # ------------------------------------------------------------ services
 
-    def start_neo4j(self, conversation_id: str):
+    def start_neo4j(self, conversation_id: str) -> Neo4jConnection:
         """Start the conversation's Neo4j once; the harness stops it with the conversation."""
         if conversation_id not in self.services:
-            from .services import select_provider
+            from ..services import select_provider
 
             if self._provider is None:
-                self._provider = select_provider(self.settings.neo4j, work_dir=self.state.run_dir / "neo4j",
+                self._provider = select_provider(self.settings.neo4j, work_dir=self.session.run_dir / "neo4j",
                                                  start_timeout_s=self.settings.neo4j_start_timeout)
             service = self._provider.create(f"conv{conversation_id}")
             self.services[conversation_id] = service
             self.connections[conversation_id] = service.start()
-            self.state.collector.note_service(conversation_id, self._provider.name)
+            self.session.collector.note_service(conversation_id, self._provider.name)
         return self.connections[conversation_id]
 
     # ------------------------------------------------------------ conversations
@@ -146,14 +166,14 @@ class Runtime:
             pytest.skip(f"spend cap reached: {self.cap_reason}")
         context = SystemContext(
             conversation_id=conversation_id, models=self.models, settings=self.settings,
-            work_dir=self.state.run_dir / f"conv{conversation_id}",
+            work_dir=self.session.run_dir / f"conv{conversation_id}",
             start_neo4j=lambda: self.start_neo4j(conversation_id),
             progress=self.say,
         )
-        system = self.config.hook.pytest_beam_make_system(context=context)
+        system = self.session.config.hook.pytest_beam_make_system(context=context)
         if system is None:
             raise RuntimeError("no pytest_beam_make_system implementation returned a system")
-        documents = list(self.state.bench_set.documents[conversation_id])
+        documents = list(self.session.bench_set.documents[conversation_id])
         before = self.meter.snapshot()
         self.trace.context = {"conversation": f"conv{conversation_id}", "phase": "ingest"}
         started = time.monotonic()
@@ -170,7 +190,7 @@ class Runtime:
             self.trace.context = {}
         report.seconds = report.seconds or (time.monotonic() - started)
         usage = _usage_dict(self.meter.since(before))
-        self.state.collector.add_ingest(conversation_id, report, usage)
+        self.session.collector.add_ingest(conversation_id, report, usage)
         run = ConversationRun(conversation_id, system, report, usage)
         self.conversations[conversation_id] = run
         return run
@@ -192,10 +212,10 @@ class Runtime:
 
     # ------------------------------------------------------------ one question
 
-    def answer_and_score(self, question, conversation: ConversationRun) -> Outcome:
+    def answer_and_score(self, question: ProbingQuestion, conversation: ConversationRun) -> Outcome:
         if self.cap_reason:
             pytest.skip(f"spend cap reached: {self.cap_reason}")
-        from .scoring import evidence_recall, score_question
+        from ..scoring import evidence_recall, score_question
 
         before = self.meter.snapshot()
         seconds: dict[str, float] = {}
@@ -205,10 +225,14 @@ class Runtime:
             answer = conversation.system.answer(question.for_system())
             seconds["agent"] = time.monotonic() - started
             self.trace({"kind": "agent_trace", "steps": answer.trace, "answer": answer.text, "flags": answer.flags})
-            self.trace.context = {"question": question.id, "phase": "judge"}
-            started = time.monotonic()
-            score = score_question(question, answer.text, self.models, mode=self.settings.scorer)
-            seconds["judge"] = time.monotonic() - started
+            if NO_ANSWER_FLAGS & set(answer.flags):
+                score = unjudged(question, self.settings.scorer)  # nothing to judge: no call paid for it
+            else:
+                self.trace.context = {"question": question.id, "phase": "judge"}
+                started = time.monotonic()
+                score = score_question(question, answer.text, self.models, mode=self.settings.scorer,
+                                       judge_runs=self.settings.judge_runs)
+                seconds["judge"] = time.monotonic() - started
         except Exception as exc:
             if _is_budget(exc):
                 self.cap_reason = str(exc)
@@ -218,45 +242,23 @@ class Runtime:
             self.trace.context = {}
         usage = _usage_dict(self.meter.since(before))
         recall = evidence_recall(question.source_message_ids, answer.retrieved_message_ids)
-        return Outcome(question, answer, score, usage, seconds, recall)
+        return Outcome(question, answer, score, usage, seconds, recall, conversation.system.name)
 
 
-class ProgressRelay:
-    """On the xdist controller: print the workers' progress lines as they appear."""
+def unjudged(question: ProbingQuestion, mode: str) -> QuestionScore:
+    """The score of a question the agent did not answer (step limit, timeout): 0, no judge call."""
+    from ..scoring import QuestionScore
 
-    def __init__(self, folder: Path, reporter) -> None:
-        self.folder, self.reporter = folder, reporter
-        self.offsets: dict[Path, int] = {}
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="beam-progress", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopped.wait(1.0):
-            self.flush()
-
-    def flush(self) -> None:
-        for path in sorted(self.folder.glob("*.log")):
-            offset = self.offsets.get(path, 0)
-            with path.open(encoding="utf-8") as fh:
-                fh.seek(offset)
-                text = fh.read()
-            complete = text[: text.rfind("\n") + 1]
-            self.offsets[path] = offset + len(complete.encode("utf-8"))
-            for line in complete.splitlines():
-                self.reporter.write_line(line)
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.thread.join(timeout=5)
-        self.flush()
+    events = question.ability == "event_ordering"
+    return QuestionScore(question_id=question.id, ability=question.ability, mode=mode, score=0.0, judge_calls=0,
+                         event_f1=0.0 if events else None, event_tau_norm=0.0 if events else None)
 
 
 def _is_budget(exc: BaseException) -> bool:
-    from .llm import BudgetExceeded
+    from ..llm import BudgetExceeded
 
     return isinstance(exc, BudgetExceeded)
 
 
-def _usage_dict(snapshot) -> dict[str, dict[str, Any]]:
+def _usage_dict(snapshot: Any) -> dict[str, dict[str, Any]]:
     return {role: usage.to_dict() for role, usage in snapshot.items()}

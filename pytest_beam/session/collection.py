@@ -1,0 +1,99 @@
+"""Every selected BEAM question as a pytest item of the one test function in `suite.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from . import suite
+from .state import BeamSession
+
+if TYPE_CHECKING:
+    from ..data.records import ProbingQuestion
+
+SUITE_NODEID = "beam"
+NO_MODEL_REASON = (
+    "no model endpoint configured: set --beam-base-url and --beam-model (or BEAM_BASE_URL and "
+    "BEAM_MODEL, or beam_base_url/beam_model in the ini file; the key goes in BEAM_API_KEY), or "
+    "replay a cassette with --beam-record-mode=none --beam-cassette FILE --beam-model NAME"
+)
+
+
+def load_questions(session: BeamSession) -> None:
+    """Load the question set at session start; a data problem stops the run before any test."""
+    from ..data.errors import BeamDataError
+    from ..data.sets import load_set
+
+    try:
+        session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations)
+    except BeamDataError as exc:
+        pytest.exit(f"pytest-beam: data source problem: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def add_question_items(session: BeamSession, pytest_session: pytest.Session, items: list[pytest.Item]) -> None:
+    """The suite module's items go first, through pytest's own hooks (counts, -v, reports)."""
+    if session.bench_set is None:
+        return
+    module = pytest.Module.from_parent(pytest_session, path=Path(suite.__file__), nodeid=SUITE_NODEID)
+    new = list(pytest_session.genitems(module))
+    if not session.settings.model_configured and not session.settings.dry_run:
+        for item in new:
+            item.add_marker(pytest.mark.skip(reason=NO_MODEL_REASON))
+    items[:0] = new
+
+
+def parametrize(session: BeamSession, metafunc: pytest.Metafunc) -> None:
+    if session.bench_set is None:
+        return
+    if metafunc.definition.nodeid.startswith(SUITE_NODEID + "::") and "beam_question" in metafunc.fixturenames:
+        metafunc.parametrize(("beam_conversation", "beam_question"), question_params(session),
+                             indirect=["beam_conversation"], scope="session")
+
+
+def question_params(session: BeamSession) -> list[object]:
+    from ..data.sets import lite_spec
+
+    assert session.bench_set is not None
+    lite_ids = set(lite_spec()["questions"])
+    params = []
+    for q in session.bench_set.questions:
+        marks = [pytest.mark.beam, getattr(pytest.mark, q.ability),
+                 pytest.mark.xdist_group(f"conv{q.conversation_id}")]
+        if q.id in lite_ids:
+            marks.append(pytest.mark.lite)
+        if q.known_bad_rubric:
+            # xfail covers the verdict only (outcome.check_outcome fails with pytest.fail); a dead
+            # Neo4j or endpoint raises something else and stays an ERROR, as for any question
+            marks += [pytest.mark.known_bad_rubric,
+                      pytest.mark.xfail(reason=f"known bad rubric: {q.known_bad_rubric}", strict=False,
+                                        raises=pytest.fail.Exception)]
+        params.append(pytest.param(q.conversation_id, q, id=q.id, marks=marks))
+    return params
+
+
+def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
+    return [item.callspec.params["beam_question"] for item in pytest_session.items
+            if isinstance(item, pytest.Function) and hasattr(item, "callspec")
+            and "beam_question" in item.callspec.params]
+
+
+def check_estimate(session: BeamSession, pytest_session: pytest.Session) -> None:
+    """After collection, on the controller: print the dry-run estimate, or refuse a run over the cap."""
+    if session.bench_set is None or session.is_worker:
+        return
+    questions = selected_questions(pytest_session)
+    if not questions or pytest_session.config.option.collectonly:
+        return
+    from .estimate import estimate_run, format_estimate
+
+    settings = session.settings
+    estimate = estimate_run(session.bench_set, questions, settings)
+    if settings.dry_run:
+        pytest_session.config.get_terminal_writer().line("\n" + format_estimate(estimate, settings))
+        pytest.exit("pytest-beam: dry run, no model called and no service started", returncode=0)
+    if settings.model_configured and not settings.replaying:
+        problem = estimate.over_cap(settings)
+        if problem:
+            pytest.exit(f"pytest-beam: {problem}", returncode=pytest.ExitCode.USAGE_ERROR)

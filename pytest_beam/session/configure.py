@@ -1,0 +1,94 @@
+"""Whether this pytest run benchmarks at all, and the BeamSession it does it with.
+
+Installing the plugin must not add tests to other projects: the suite is on with a beam flag on
+the command line, or with `beam_mode` in the ini file / BEAM_MODE and no explicit test paths.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+from ..settings import OPTION_BY_NAME, resolve
+from .project import missed_ini
+from .state import STASH_KEY, BeamSession, new_run_id
+
+# Flags that, given on the command line, ask for the BEAM suite.
+SUITE_FLAGS = ("--beam", "--beam-mode", "--beam-data")
+
+
+def given_flag(args: list[str], flag: str) -> bool:
+    """Whether `flag` is on the command line, as `--flag`, `--flag value` or `--flag=value`;
+    whole names only (`--beam-model` is not `--beam-mode`)."""
+    return any(a == flag or a.startswith(flag + "=") for a in args)
+
+
+def _explicit_beam_flag(config: pytest.Config) -> bool:
+    args = [str(a) for a in config.invocation_params.args]
+    return any(given_flag(args, flag) for flag in SUITE_FLAGS)
+
+
+def suite_wanted(config: pytest.Config, get_ini: Callable[[str], object]) -> bool:
+    """Opt-in: a beam flag on the command line, or beam_mode in the ini file / BEAM_MODE;
+    and with explicit test paths only when a beam flag says so."""
+    if _explicit_beam_flag(config) or config.getoption("beam_collect", False):
+        return True
+    mode_configured = bool(get_ini("mode") or os.environ.get("BEAM_MODE"))
+    explicit_paths = config.args_source == pytest.Config.ArgsSource.ARGS
+    return mode_configured and not explicit_paths
+
+
+def open_session(config: pytest.Config) -> BeamSession | None:
+    """Build and stash the session (settings errors raise SettingsError); None when the suite is off."""
+    missed = missed_ini(config)
+    if missed is not None and missed.path is not None:  # `--beam-data DIR` moved pytest off the project
+        def get_ini(name: str) -> object:
+            return missed.get("beam_" + name)
+
+        root, ini_dir = missed.path.parent, missed.path.parent
+    else:
+        def get_ini(name: str) -> object:
+            return config.getini("beam_" + name)
+
+        root, ini_dir = config.rootpath, (config.inipath.parent if config.inipath else None)
+    settings = resolve(
+        get_flag=lambda name: config.getoption("beam_" + name, None) if OPTION_BY_NAME[name].flag else None,
+        get_ini=get_ini, rootdir=root, invocation_dir=config.invocation_params.dir, ini_dir=ini_dir)
+    if not suite_wanted(config, get_ini):
+        return None
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if workerinput.get("beam_loadgroup"):
+            config.option.loadgroup = True  # xdist reads it on the worker to suffix nodeids with @group
+        worker_id: str | None = workerinput["workerid"]
+        run_id = workerinput.get("beam_run_id") or new_run_id()
+    else:
+        worker_id, run_id = None, new_run_id()
+    session = BeamSession(config=config, settings=settings, worker_id=worker_id, run_id=run_id,
+                          run_dir=settings.results / run_id)
+    if workerinput is None:
+        if settings.dry_run and getattr(config.option, "numprocesses", None):
+            config.option.dist, config.option.numprocesses = "no", None  # the estimate needs no workers
+        _use_loadgroup(config)
+    if settings.record_mode != "off":
+        if workerinput is not None:
+            session.record_mode = workerinput["beam_record_mode"]
+        else:
+            from ..llm import Cassette
+
+            session.record_mode = Cassette.prepare(settings.cassette, settings.record_mode)
+    config.stash[STASH_KEY] = session
+    return session
+
+
+def _use_loadgroup(config: pytest.Config) -> None:
+    """`-n N` alone means `--dist load` to xdist; a conversation must stay on one worker."""
+    if not getattr(config.option, "numprocesses", None):
+        return
+    args = [str(a) for a in config.invocation_params.args]
+    if any(a.startswith("--dist") or a == "-d" for a in args):
+        return
+    if getattr(config.option, "dist", "no") in ("no", "load"):
+        config.option.dist = "loadgroup"

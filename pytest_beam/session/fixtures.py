@@ -1,0 +1,37 @@
+"""The fixtures every question uses: this process's runtime, a conversation's system, the outcome.
+
+Registered as a plugin per config (see `hooks.BeamSessionPlugin`); each fixture reaches the
+config's BeamSession through `request.config`, never through module state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ..data.records import ProbingQuestion
+from .runtime import ConversationRun, Outcome, Runtime
+from .state import get_session
+
+
+@pytest.fixture(scope="session")
+def beam_runtime(request: pytest.FixtureRequest) -> Runtime:
+    """This process's model client, services and systems (built on first use)."""
+    session = get_session(request.config)
+    assert session is not None, "the beam fixtures are registered only with a BeamSession"
+    return session.get_runtime()
+
+
+@pytest.fixture(scope="session")
+def beam_conversation(request: pytest.FixtureRequest, beam_runtime: Runtime) -> Iterator[ConversationRun]:
+    """One conversation's memory system, ingested once; its service stops after its questions."""
+    conversation = beam_runtime.open_conversation(request.param)
+    yield conversation
+    beam_runtime.close_conversation(request.param)
+
+
+@pytest.fixture
+def beam_outcome(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_runtime: Runtime) -> Outcome:
+    """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score."""
+    return beam_runtime.answer_and_score(beam_question, beam_conversation)

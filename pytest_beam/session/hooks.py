@@ -1,0 +1,110 @@
+"""The per-config plugin object of a BeamSession: the pytest hooks of a run that benchmarks.
+
+Registered only when the suite is on, so none of these hooks asks "is the suite on"; it holds
+its session, so hooks that get no config (`pytest_runtest_logreport`) reach it without module
+state (the shape of pytest-xdist's DSession and syrupy's session object).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from . import collection
+from .state import BeamSession
+
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
+    from ..system import MemorySystem, SystemContext
+    from .interrupt import TerminateAsInterrupt
+
+
+class BeamSessionPlugin:
+    def __init__(self, session: BeamSession) -> None:
+        self.session = session
+        self.terminate: TerminateAsInterrupt | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .collector import RunCollector
+        from .interrupt import TerminateAsInterrupt
+
+        collection.load_questions(self.session)
+        self.session.collector = RunCollector(self.session)
+        self.terminate = TerminateAsInterrupt(self.session.collector)
+        self.terminate.install()
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        if not self.session.is_worker and getattr(session.config.option, "numprocesses", None) and reporter:
+            from .progress import ProgressRelay
+
+            self.session.progress = ProgressRelay(self.session.run_dir / "progress", reporter)
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        collection.parametrize(self.session, metafunc)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        collection.add_question_items(self.session, session, items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        collection.check_estimate(self.session, session)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.session.collector is not None:
+            self.session.collector.add_report(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: WorkerController) -> None:
+        """xdist controller: every worker shares the run id, the cassette mode and load groups."""
+        node.workerinput["beam_run_id"] = self.session.run_id
+        node.workerinput["beam_record_mode"] = self.session.record_mode
+        node.workerinput["beam_loadgroup"] = node.config.option.dist == "loadgroup"
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object | None:
+        from .scheduling import make_scheduler
+
+        return make_scheduler(config, log)
+
+    @pytest.hookimpl(trylast=True)  # after xdist has taken its workers down: their parts are final
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        beam = self.session
+        if beam.collector is None:
+            return
+        try:
+            if beam.runtime is not None:
+                beam.runtime.close()
+            if beam.progress is not None:
+                beam.progress.stop()
+            if beam.is_worker:
+                beam.collector.persist()
+            else:
+                beam.collector.finish(int(exitstatus))
+        finally:
+            if self.terminate is not None:
+                self.terminate.restore()
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.session.collector is not None and not self.session.is_worker:
+            self.session.collector.write_summary(terminalreporter)
+
+
+class GraphRAGProvider:
+    """The built-in system answers `pytest_beam_make_system` last, so any conftest wins."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_beam_make_system(self, context: SystemContext) -> MemorySystem:
+        from ..memory.graphrag import GraphRAGSystem
+
+        return GraphRAGSystem(context)
+
+
+def register(session: BeamSession) -> None:
+    """Wire a session into its config: the hooks, the fixtures, the built-in memory system."""
+    from . import fixtures
+
+    manager = session.config.pluginmanager
+    manager.register(BeamSessionPlugin(session), "beam-session")
+    manager.register(fixtures, "beam-fixtures")
+    manager.register(GraphRAGProvider(), "beam-graphrag")
