@@ -56,9 +56,11 @@ def same_event(judge: JudgeModel, event: str, line: str) -> tuple[bool, JudgeTex
     """One yes/no question: does ``line`` describe the same event as ``event``? Returns (verdict, reply).
 
     A blank reply counts as "no" (as upstream: ``"" .lower()`` has no "yes"); a reply with no text
-    at all too, flagged ``parse_error``. Client errors propagate.
+    at all too, flagged ``parse_error``. A reply cut off before any "yes" is asked again once with a
+    larger cap (one already saying "yes" is decided). Client errors propagate.
     """
-    asked = ask_judge(judge, binary_classifier_messages(event, line), max_tokens=CLASSIFIER_MAX_TOKENS)
+    asked = ask_judge(judge, binary_classifier_messages(event, line), max_tokens=CLASSIFIER_MAX_TOKENS,
+                      undecided=lambda text: "yes" not in text.lower())
     return "yes" in asked.text.lower(), asked
 
 

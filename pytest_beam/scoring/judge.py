@@ -24,7 +24,8 @@ found by :func:`parse_judge_json` (a fenced block first, else the first valid JS
 Errors: any exception the judge model raises propagates untouched (the harness turns it into a
 test error, never a silent 0). A reply with no text (``text is None``, "" or only whitespace) does
 not parse: the item scores 0 and the question is flagged ``parse_error`` (product.md section 3;
-upstream would crash on ``None.strip()``).
+upstream would crash on ``None.strip()``). A reply cut off by its token cap is flagged
+``judge_truncated`` and asked for once more with a larger cap (:func:`ask_judge`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -65,6 +67,8 @@ class JudgeReply(Protocol):
     @property
     def text(self) -> str | None: ...
 
+    # also read when present: ``finish_reason`` ("length" = cut off by the token cap)
+
 
 @runtime_checkable
 class JudgeModel(Protocol):
@@ -81,9 +85,11 @@ class JudgeModel(Protocol):
 
 
 # Upstream sets no output limit; ours bounds the reply (not the prompt), so a rambling local
-# judge cannot run for minutes. Both are far above what a compliant reply needs.
+# judge cannot run for minutes. Both are far above what a compliant reply needs; a reply cut off
+# at its cap anyway is asked for once more with a cap this many times larger.
 JUDGE_MAX_TOKENS = 600
 CLASSIFIER_MAX_TOKENS = 16
+TRUNCATED_RETRY_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -95,20 +101,37 @@ class JudgeText:
     calls: int
 
 
+def _cut_off(result: JudgeReply) -> bool:
+    return getattr(result, "finish_reason", None) == "length"
+
+
 def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: int = JUDGE_MAX_TOKENS,
-              repeat: int = 0) -> JudgeText:
+              repeat: int = 0, undecided: Callable[[str], bool] = lambda text: True) -> JudgeText:
     """One judge question (role ``"judge"``); client exceptions propagate.
 
     ``repeat`` > 0 asks again as its own call (the model client keys its cache by it); repeat 0
-    is the call as it always was, so a judge without repeats needs no ``repeat`` argument.
-    A reply with no text at all flags ``parse_error`` and reads as "" (product.md section 3).
+    is the call as it always was. A reply cut off by its token cap (``finish_reason ==
+    "length"``) flags ``judge_truncated`` and, when ``undecided(text)`` says the cut text does not
+    already settle it, is asked again once with a cap ``TRUNCATED_RETRY_FACTOR`` times larger;
+    whatever the second reply is, it is used. A reply with no text at all flags ``parse_error``
+    and reads as "" (product.md section 3).
     """
-    if repeat:
-        result = judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=max_tokens, repeat=repeat)  # type: ignore[call-arg]
-    else:
-        result = judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=max_tokens)
-    flags = frozenset({"parse_error"}) if result.text is None else frozenset()
-    return JudgeText(result.text or "", flags, 1)
+    extra = {"repeat": repeat} if repeat else {}
+
+    def ask(cap: int) -> JudgeReply:
+        return judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=cap, **extra)  # type: ignore[call-arg]
+
+    result = ask(max_tokens)
+    calls = 1
+    flags: set[str] = set()
+    if _cut_off(result):
+        flags.add("judge_truncated")
+        if undecided(result.text or ""):
+            result = ask(max_tokens * TRUNCATED_RETRY_FACTOR)
+            calls += 1
+    if result.text is None:
+        flags.add("parse_error")
+    return JudgeText(result.text or "", frozenset(flags), calls)
 
 
 _PLACEHOLDER = re.compile(r"<(question|rubric_item|llm_response)>")
@@ -155,7 +178,7 @@ def _numeric(value: Any) -> float | None:
 def score_item(
     question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode, repeat: int = 0
 ) -> tuple[ItemScore, set[str], int]:
-    """Judge one rubric item (``repeat``: which judge run). Returns the item, its flags and the judge calls it took."""
+    """Judge one rubric item (``repeat``: which judge run; two calls when cut off). Returns the item, its flags and the calls."""
     prompt = fill_judge_prompt(question, rubric_item, answer, mode)
     asked = ask_judge(judge, [{"role": "user", "content": prompt}], repeat=repeat)
     reply = asked.text

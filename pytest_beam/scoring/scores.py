@@ -15,6 +15,8 @@ ScorerMode = Literal["default", "upstream", "omnimemeval"]
 FLAGS: dict[str, str] = {
     "parse_error": "a judge reply did not parse as {'score': 1|0.5|0, ...}; that item scored 0",
     "score_out_of_range": "upstream mode: the judge's score was not 0, 0.5 or 1 (kept, truncated by int())",
+    "judge_truncated": "a judge reply was cut off by its token cap (finish_reason 'length'); it was asked again "
+    "once with a larger cap",
     "tau_undefined": "event_ordering: Kendall tau-b was undefined (NaN, e.g. an empty or one-line answer); tau_norm set to 0",
 }
 

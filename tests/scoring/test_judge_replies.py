@@ -1,4 +1,4 @@
-"""Issue 15 point 12: an empty judge reply scores its item 0 and flags parse_error.
+"""Issue 15 point 12: a judge reply cut off by its token cap, and an empty judge reply.
 
 Real parts: the scripted HTTP model server behind the real model client; the prompts are BEAM's.
 """
@@ -9,6 +9,7 @@ import pytest
 
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
 from pytest_beam.scoring import score_question
+from pytest_beam.scoring.judge import CLASSIFIER_MAX_TOKENS, JUDGE_MAX_TOKENS, TRUNCATED_RETRY_FACTOR
 from tests.model_server import Reply, model_server  # noqa: F401
 
 from .scripted import ScriptedJudge, question
@@ -22,6 +23,26 @@ def judge(model_server):
                          RoleModels(agent="agent-model", judge="judge-model"))
     yield client
     client.close()
+
+
+def test_a_cut_off_reply_is_flagged_and_asked_again_with_a_larger_cap(model_server, judge):
+    model_server.script(Reply.say('{"score": 1, "reason": "The response states 42 and', finish_reason="length"),
+                        Reply.say('{"score": 1, "reason": "states 42"}'))
+    result = score_question(question("abstention", ["states 42"]), ANSWER, judge, "default")
+    assert result.score == 1.0 and result.items[0].parsed
+    assert result.flags == ["judge_truncated"]
+    assert result.judge_calls == 2
+    caps = [r.body["max_tokens"] for r in model_server.chat_requests]
+    assert caps == [JUDGE_MAX_TOKENS, JUDGE_MAX_TOKENS * TRUNCATED_RETRY_FACTOR]
+    assert model_server.chat_requests[0].messages == model_server.chat_requests[1].messages  # same prompt
+
+
+def test_cut_off_twice_scores_what_parses_and_stops(model_server, judge):
+    cut = Reply.say('{"score": 1, "reason": "The response', finish_reason="length")
+    model_server.script(cut, cut)
+    result = score_question(question("abstention", ["states 42"]), ANSWER, judge, "default")
+    assert result.score == 0.0 and result.flags == ["judge_truncated", "parse_error"]
+    assert result.judge_calls == 2 and model_server.request_count == 2  # one retry only
 
 
 @pytest.mark.parametrize("mode", ["default", "upstream"])
@@ -44,3 +65,16 @@ def test_classifier_reply_without_text_is_no_match_with_parse_error():
     result = score_question(question("event_ordering", ("A", "B")), "event A", judge, "default")
     assert all(m.event is None for m in result.event_detail.alignment)
     assert "parse_error" in result.flags
+
+
+def test_a_cut_off_classifier_reply_is_asked_again_only_when_undecided(model_server, judge):
+    model_server.script(
+        Reply.say("Yes, both snippets describe", finish_reason="length"),  # decided: no retry
+        Reply.say("Both snippets talk about the", finish_reason="length"),  # undecided: retried
+        Reply.say("No."),
+    )
+    result = score_question(question("event_ordering", ("A", "B")), "line one\nline two", judge, "default")
+    assert [m.event for m in result.event_detail.alignment] == ["A", None]
+    assert result.judge_calls == 3 and "judge_truncated" in result.flags
+    caps = [r.body["max_tokens"] for r in model_server.chat_requests]
+    assert caps == [CLASSIFIER_MAX_TOKENS, CLASSIFIER_MAX_TOKENS, CLASSIFIER_MAX_TOKENS * TRUNCATED_RETRY_FACTOR]
