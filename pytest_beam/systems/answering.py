@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens
-from ..system import SystemAnswer
+from ..system import SystemAnswer, SystemContext
+
+if TYPE_CHECKING:
+    from ..llm import ModelClient
 
 ANSWER_ROLE = "agent"  # metered and capped as the answering phase, like the built-in agent
 ANSWER_MAX_TOKENS = 1024
@@ -122,7 +125,7 @@ def fit_to_budget(candidates: Sequence[ChatMessage], question: str, budget: int)
                   dropped=[m.id for m in candidates if m.id not in kept])
 
 
-def answer_from_messages(models: Any, question: SystemQuestion, candidates: Sequence[ChatMessage], *,
+def answer_from_messages(models: ModelClient, question: SystemQuestion, candidates: Sequence[ChatMessage], *,
                          system: str, budget: int, flags: Sequence[str] = (),
                          details: dict[str, Any] | None = None) -> SystemAnswer:
     """Fit the candidates to the budget, ask the answering model once, and say what was sent.
@@ -149,7 +152,7 @@ def answer_from_messages(models: Any, question: SystemQuestion, candidates: Sequ
                         steps=1, flags=answer_flags, context_tokens=fitted.context_tokens)
 
 
-def setting(context: Any, name: str, default: int) -> int:
+def setting(context: SystemContext, name: str, default: int) -> int:
     """An integer setting of the run, or the default while the harness has no option for it."""
     value = getattr(getattr(context, "settings", None), name, None)
     if value is None:
