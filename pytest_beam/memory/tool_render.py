@@ -41,8 +41,8 @@ def dumps(value: Any) -> str:
 
 
 def _json_default(value: Any) -> Any:
-    iso = iso(value)
-    return iso if iso is not None else str(value)
+    text = iso(value)
+    return text if text is not None else str(value)
 
 
 def bounded(header: dict[str, Any], items: list[dict[str, Any]], limit: int, items_key: str = "results",
@@ -108,8 +108,8 @@ def plain(value: Any, limit: int) -> Any:
         return round(value, 6)
     if value is None or isinstance(value, (bool, int)):
         return value
-    iso = iso(value)
-    return iso if iso is not None else str(value)
+    text = iso(value)
+    return text if text is not None else str(value)
 
 
 _MESSAGE_ID_KEYS = {"message_id", "message_ids", "m.id", "msg_id", "source_message_ids"}

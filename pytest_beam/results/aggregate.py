@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
-from .schema import AbilityStats, MeanInterval, OverallStats, QuestionRecord
+from .stats import AbilityStats, MeanInterval, OverallStats
+
+if TYPE_CHECKING:
+    from .schema import QuestionRecord
 
 __all__ = ["aggregate", "cluster_key", "interval_of", "judge_agreement", "percentile"]
 

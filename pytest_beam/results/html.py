@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import difflib
 import hashlib
-import html
 import json
 import os
 import re

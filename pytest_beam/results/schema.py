@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 
 from ..llm.config import EMBEDDING_ROLE
 from ..llm.config import ROLES as _CHAT_ROLES
@@ -32,9 +32,8 @@ KNOWN_BAD_FLAG = "known_bad_rubric"
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 
 
-class _Model(BaseModel):
-    # Records written by a newer version may carry fields this one does not know: ignore them.
-    model_config = ConfigDict(extra="ignore")
+from .stats import AbilityStats, MeanInterval, OverallStats
+from .stats import RecordModel as _Model
 
 
 class UsageRow(_Model):
@@ -134,45 +133,6 @@ class QuestionRecord(_Model):
         if agent is None:
             return self.agent_steps
         return agent.calls + agent.cached_calls + agent.replayed_calls
-
-
-class MeanInterval(_Model):
-    """A 95% (``level``) interval of a mean, by a seeded bootstrap over conversations."""
-
-    low: float
-    high: float
-    level: float = 0.95
-    clusters: int = Field(description="Conversations resampled")
-    resamples: int
-    seed: int
-
-
-class AbilityStats(_Model):
-    n: int = Field(0, description="Questions with a score (errors and skips are not counted here)")
-    mean: float | None = None
-    n_excluding_known_bad: int = 0
-    mean_excluding_known_bad: float | None = None
-    flags: dict[str, int] = Field(default_factory=dict)
-    passed: int = Field(0, description="passed + xpassed")
-    failed: int = Field(0, description="failed + xfailed")
-    errors: int = 0
-    skipped: int = 0
-    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
-
-
-class OverallStats(_Model):
-    n: int = 0
-    mean: float | None = Field(None, description="Mean over every scored question")
-    n_excluding_known_bad: int = 0
-    mean_excluding_known_bad: float | None = None
-    mean_of_abilities: float | None = Field(None, description="Unweighted mean of the ability means")
-    errors: int = 0
-    skipped: int = 0
-    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
-    judge_agreement: float | None = Field(
-        None, description="With judge repeats: share of all rubric items where every repeat agreed")
-    context_tokens_mean: float | None = None
-    context_tokens_p95: float | None = None
 
 
 class ScoringStamp(_Model):

@@ -116,3 +116,13 @@ def test_agent_action_schema_and_config():
         AgentConfig(tool_mode="magic")
     with pytest.raises(ValueError):
         AgentConfig(max_steps=0)
+
+
+def test_tool_results_render_dates_and_other_values():
+    """A date inside a tool result renders as ISO text (it raised UnboundLocalError before)."""
+    import datetime as dt
+
+    from pytest_beam.memory.tool_render import dumps, plain
+
+    assert dumps({"date": dt.date(2024, 3, 1)}) == '{"date":"2024-03-01"}'
+    assert plain(dt.datetime(2024, 3, 1, 12, 0), 100) == "2024-03-01T12:00:00"

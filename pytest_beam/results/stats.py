@@ -1,0 +1,53 @@
+"""The summary statistics of a record: per-ability and overall means with their intervals.
+
+Kept apart from the record schema so the aggregation that computes them (`aggregate.py`) and the
+schema that stores them (`schema.py`) both import this leaf, never each other at run time.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RecordModel(BaseModel):
+    # Records written by a newer version may carry fields this one does not know: ignore them.
+    model_config = ConfigDict(extra="ignore")
+
+
+class MeanInterval(RecordModel):
+    """A 95% (``level``) interval of a mean, by a seeded bootstrap over conversations."""
+
+    low: float
+    high: float
+    level: float = 0.95
+    clusters: int = Field(description="Conversations resampled")
+    resamples: int
+    seed: int
+
+
+class AbilityStats(RecordModel):
+    n: int = Field(0, description="Questions with a score (errors and skips are not counted here)")
+    mean: float | None = None
+    n_excluding_known_bad: int = 0
+    mean_excluding_known_bad: float | None = None
+    flags: dict[str, int] = Field(default_factory=dict)
+    passed: int = Field(0, description="passed + xpassed")
+    failed: int = Field(0, description="failed + xfailed")
+    errors: int = 0
+    skipped: int = 0
+    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
+
+
+class OverallStats(RecordModel):
+    n: int = 0
+    mean: float | None = Field(None, description="Mean over every scored question")
+    n_excluding_known_bad: int = 0
+    mean_excluding_known_bad: float | None = None
+    mean_of_abilities: float | None = Field(None, description="Unweighted mean of the ability means")
+    errors: int = 0
+    skipped: int = 0
+    interval: MeanInterval | None = Field(None, description="Cluster-bootstrap interval of ``mean``")
+    judge_agreement: float | None = Field(
+        None, description="With judge repeats: share of all rubric items where every repeat agreed")
+    context_tokens_mean: float | None = None
+    context_tokens_p95: float | None = None
