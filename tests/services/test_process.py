@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 
 PARENT = textwrap.dedent(
     """
-    import sys, threading, time
+    import os, sys, threading, time
     from pytest_beam.services import _process
 
     class Svc:
@@ -30,6 +30,8 @@ PARENT = textwrap.dedent(
         svc.proc = _process.spawn(["sleep", "1000"])
         _process.register(svc)
     t = threading.Thread(target=start); t.start(); t.join()
+    while os.path.exists(f"/proc/self/task/{t.native_id}"):  # join returns before the OS thread ends
+        time.sleep(0.01)
     print(svc.proc.pid, flush=True)
     mode = sys.argv[1]
     if mode == "exit":
@@ -50,6 +52,13 @@ def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
+def _kill_pending(pid: int) -> bool:
+    """SIGKILL queued for the process and not yet acted on (/proc's pending-signal masks)."""
+    status = open(f"/proc/{pid}/status").read().splitlines()
+    masks = [int(line.split()[1], 16) for line in status if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask & (1 << (signal.SIGKILL - 1)) for mask in masks)
+
+
 def _start_parent(mode: str):
     proc = subprocess.Popen([sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     child = int(proc.stdout.readline())
@@ -66,8 +75,10 @@ def test_child_stopped_at_interpreter_exit(mode):
 def test_child_killed_when_parent_is_sigkilled():
     proc, child = _start_parent("hang")
     try:
-        time.sleep(0.3)  # the spawning thread has ended by now
-        assert pid_exists(child), "the death signal fired when the spawning thread ended"
+        # the parent prints the pid only once the short-lived thread's task is gone from /proc, so
+        # a death signal tied to that thread has been sent by now: pending or delivered, it shows
+        assert pid_exists(child) and not _kill_pending(child), \
+            "the death signal fired when the spawning thread ended"
         os.kill(proc.pid, signal.SIGKILL)  # no Python code runs: only the kernel can help
         proc.wait(timeout=10)
         assert _wait_gone(child), f"child {child} orphaned after parent SIGKILL"
