@@ -2,12 +2,14 @@
 
 The query runs through :func:`pytest_beam.services.access.run_read`: a READ transaction (the
 server refuses writes), the agent's timeout and this tool's row cap, and is planned first: a plan
-that would load CSV is refused before anything runs. A mistake in the query
+that would load CSV, or expand variable-length paths deeper than the graph needs, is refused
+before anything runs. A mistake in the query
 (syntax, a refused write, a timeout) comes back to the agent as text; a dead server raises.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..services.access import QueryRefused, run_read
@@ -17,6 +19,44 @@ from .tool_render import ToolResult, bounded, collect_message_ids, cut, plain
 #: Operators refused by plan: LoadCSV makes the server fetch a URL or read a file, whatever the
 #: query's spelling (``LOAD/**/CSV``, inside ``CALL {}``); the local server blocks it too.
 REFUSED_OPERATORS = frozenset({"LoadCSV"})
+#: Deepest variable-length expand allowed. The graph's longest useful chain is entity -> statement
+#: -> entity -> statement -> message; deeper (or unbounded) expands only enumerate paths, and the
+#: server does not always check the transaction's timeout while it projects them (a full run's
+#: agent question hung for over ten minutes on ``MATCH p=(a)-[*1..30]-(b) RETURN count(p)``).
+MAX_HOPS = 4
+_EXPANDS = ("VarLengthExpand", "Repeat", "Trail")
+_HOPS = re.compile(r"\[[^\[\]]*?\*\s*(\d*)\s*(\.\.\s*(\d*))?\s*\]"  # -[r:T*1..3]-
+                   r"|\)\s*\{\s*(\d*)\s*(,\s*(\d*))?\s*\}"  # ((a)-->(b)){1,3}
+                   r"|\)\s*([+*])\s*\(")  # ((a)-->(b))+ (c)
+
+
+def _deepest(details: str) -> float:
+    """The largest upper bound on hops written in an expand's plan details (inf when unbounded)."""
+    deepest = 0.0
+    for star_lo, star_range, star_hi, q_lo, q_range, q_hi, plus in _HOPS.findall(details):
+        if plus:
+            return float("inf")
+        if star_range or q_range:
+            hi = star_hi if star_range else q_hi
+        elif details and (star_lo or q_lo):
+            hi = star_lo or q_lo
+        else:
+            hi = ""  # a bare `*`
+        if not hi:
+            return float("inf")
+        deepest = max(deepest, float(hi))
+    return deepest
+
+
+def refusal(steps: list[tuple[str, str]]) -> str | None:
+    """Why the agent's query may not run, from what the server planned (None: it may)."""
+    if any(op in REFUSED_OPERATORS for op, _ in steps):
+        return "LOAD CSV is not allowed here (this tool reads the graph only)."
+    for op, details in steps:
+        if op.startswith(_EXPANDS) and _deepest(details) > MAX_HOPS:
+            return (f"variable-length patterns deeper than {MAX_HOPS} hops (or unbounded) are not allowed "
+                    f"here; bound the pattern (e.g. -[*1..{MAX_HOPS}]-) or use the graph tools.")
+    return None
 
 
 def run_cypher_tool(driver: Any, database: str, query: str, *, timeout_s: float | None, max_rows: int,
@@ -24,10 +64,9 @@ def run_cypher_tool(driver: Any, database: str, query: str, *, timeout_s: float 
     """Run the agent's ``query`` read-only and render its rows (or its error) for the agent."""
     try:
         rows = run_read(driver, database, query, {}, timeout_s=timeout_s, max_rows=max_rows,
-                        refuse_operators=REFUSED_OPERATORS, retry=False)
-    except QueryRefused:
-        return ToolResult("Cypher error: LOAD CSV is not allowed here (this tool reads the graph only).",
-                          is_error=True)
+                        plan_check=refusal, retry=False)
+    except QueryRefused as refused:
+        return ToolResult(f"Cypher error: {refused.reason}", is_error=True)
     except Exception as exc:  # noqa: BLE001 - classified below
         if not _is_query_error(exc):
             raise

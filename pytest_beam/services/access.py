@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .base import Neo4jConnection, Neo4jServiceDown
 
@@ -77,22 +77,27 @@ UNBOUNDED = ReadLimits(timeout_s=None, max_rows=None)
 
 
 class QueryRefused(Exception):
-    """The server's plan of a query holds an operator the caller refused (``LoadCSV`` for the
-    agent's Cypher): the query was planned (``EXPLAIN``), never run."""
+    """The server's plan of a query failed the caller's plan check (``LoadCSV`` or a deep
+    variable-length expand for the agent's Cypher): the query was planned (``EXPLAIN``), never run."""
 
-    def __init__(self, operators: set[str]) -> None:
-        super().__init__(f"the query plan uses {', '.join(sorted(operators))}, which is not allowed here")
-        self.operators = operators
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-def _operators(plan: Any) -> set[str]:
-    """Every operator name in a plan tree from the driver (``LoadCSV@neo4j`` -> ``LoadCSV``)."""
+PlanCheck = Callable[[list[tuple[str, str]]], "str | None"]
+
+
+def plan_steps(plan: Any) -> list[tuple[str, str]]:
+    """(operator, details) of every step of a plan tree from the driver, operator names without
+    their runtime suffix (``LoadCSV@neo4j`` -> ``LoadCSV``)."""
     if not plan:
-        return set()
-    found = {str(plan.get("operatorType", "")).split("@")[0]}
+        return []
+    args = plan.get("args") or plan.get("arguments") or {}
+    steps = [(str(plan.get("operatorType", "")).split("@")[0], str(args.get("Details", "")))]
     for child in plan.get("children") or ():
-        found |= _operators(child)
-    return found
+        steps += plan_steps(child)
+    return steps
 
 
 class ReadResult(list):
@@ -131,15 +136,15 @@ def run_read(
     *,
     timeout_s: float | None = 10.0,
     max_rows: int | None = 1000,
-    refuse_operators: frozenset[str] = frozenset(),
+    plan_check: PlanCheck | None = None,
     retry: bool = True,
 ) -> ReadResult:
     """Run ``cypher`` in a READ transaction; the server refuses writes and stops it after
     ``timeout_s``. Returns at most ``max_rows`` rows as dicts (``.truncated`` says if cut;
     ``None``: no cap). The server's notifications are off: a young graph warns about labels
-    it has not seen yet, which is expected. With ``refuse_operators`` the query is first planned
+    it has not seen yet, which is expected. With ``plan_check`` the query is first planned
     (``EXPLAIN``, in the same transaction) and :class:`QueryRefused` raised, without running it,
-    when the plan holds one of them: what the server would do decides, not how it is spelled.
+    when the check returns a reason: what the server would do decides, not how it is spelled.
     ``retry=False`` runs it once (the agent's own queries: a query that ran out of memory is a
     transient error to the driver, and running it again would only fill the heap again)."""
     import neo4j
@@ -149,10 +154,10 @@ def run_read(
 
     @neo4j.unit_of_work(timeout=timeout_s)
     def work(tx: "neo4j.ManagedTransaction") -> ReadResult:
-        if refuse_operators:
-            planned = _operators(tx.run("EXPLAIN " + cypher, dict(params or {})).consume().plan)
-            if planned & refuse_operators:
-                raise QueryRefused(planned & refuse_operators)
+        if plan_check is not None:
+            reason = plan_check(plan_steps(tx.run("EXPLAIN " + cypher, dict(params or {})).consume().plan))
+            if reason:
+                raise QueryRefused(reason)
         result = tx.run(cypher, dict(params or {}))
         rows: list[dict[str, Any]] = []
         truncated = False

@@ -101,7 +101,7 @@ def test_the_server_itself_refuses_load_csv(guarded, http_hits):
 
 @pytest.mark.parametrize("query", [
     "WITH [x IN range(1, 40000000) | x] AS l RETURN size(l)",
-    "MATCH p = (:N)-[:R*1..12]->(:N) WITH collect(p) AS ps RETURN size(ps)",
+    "UNWIND range(1, 40000000) AS x WITH collect(x) AS l RETURN size(l)",
 ])
 def test_a_query_too_big_for_memory_is_a_tool_error_and_the_server_lives(guarded, query, caplog):
     from pytest_beam.memory.tools import ToolBox, ToolLimits
@@ -118,3 +118,61 @@ def test_a_query_too_big_for_memory_is_a_tool_error_and_the_server_lives(guarded
     assert service.is_alive(), service.log_tail(20)
     assert _count(driver, database) == before
     assert not box.call("cypher", {"query": "RETURN 1 AS ok"}).is_error
+
+
+@pytest.mark.parametrize("query", [
+    "MATCH p = (a)-[*1..30]-(b) RETURN count(p)",
+    "MATCH p = (:N)-[*]-(:N) RETURN count(p) AS n",
+])
+def test_a_query_that_would_run_for_ages_is_refused_and_the_server_lives(guarded, query):
+    """Counting deep variable-length paths allocates nothing the memory caps see, and the server
+    does not check the transaction's timeout while it projects paths: found hanging an agent's
+    question for 10+ minutes in a full run. It must come back as a tool error, soon."""
+    from pytest_beam.memory.cypher_tool import MAX_HOPS
+    from pytest_beam.memory.tools import ToolBox, ToolLimits
+    from pytest_beam.services import ReadLimits
+
+    service, driver, database = guarded
+    before = _count(driver, database)
+    box = ToolBox(driver, database, None, ToolLimits(reads=ReadLimits(timeout_s=5.0, max_rows=100)))
+    done: list[Any] = []
+    worker = threading.Thread(target=lambda: done.append(box.call("cypher", {"query": query})), daemon=True)
+    worker.start()
+    worker.join(120)  # a hang detector, not a speed claim: the limit is 5 s
+    assert done, "the agent's query was still running after 120 s"
+    result = done[0]
+    assert result.is_error, result.text
+    assert f"deeper than {MAX_HOPS} hops" in result.text, result.text
+    assert service.is_alive(), service.log_tail(20)
+    assert _count(driver, database) == before
+    assert not box.call("cypher", {"query": "RETURN 1 AS ok"}).is_error
+
+
+def test_a_bounded_shallow_expand_still_runs(guarded):
+    from pytest_beam.memory.tools import ToolBox, ToolLimits
+    from pytest_beam.services import ReadLimits
+
+    _, driver, database = guarded
+    box = ToolBox(driver, database, None, ToolLimits(reads=ReadLimits(timeout_s=30.0, max_rows=100)))
+    result = box.call("cypher", {"query": "MATCH (a:N {i: 1})-[:R*2]->(b:N) RETURN count(DISTINCT b) AS n"})
+    assert not result.is_error, result.text
+    assert '"n": 12' in result.text or "12" in result.text, result.text
+
+
+@pytest.mark.parametrize(("details", "refused"), [
+    ("(a)-[anon_0*..30]-(b)", True),
+    ("(a)-[anon_0*]-(b)", True),
+    ("(a)-[anon_0*5..]-(b)", True),
+    ("(a) ((x)-[]->(y)){1, 30} (b)", True),
+    ("(a) ((x)-[]->(y))+ (b)", True),
+    ("(a)-[anon_0:R*2]->(b)", False),
+    ("(a)-[anon_0*1..4]-(b)", False),
+    ("(a)-[anon_0*..3]-(b) WHERE a.x * b.y > 2", False),
+    ("(a) ((x)-[]->(y)){2} (b)", False),
+])
+def test_the_hop_cap_reads_what_the_server_planned(details, refused):
+    from pytest_beam.memory.cypher_tool import refusal
+
+    reason = refusal([("ProduceResults", "n"), ("VarLengthExpand(All)", details), ("AllNodesScan", "a")])
+    assert (reason is not None) is refused, reason
+    assert refusal([("LoadCSV", "row")]).startswith("LOAD CSV")
