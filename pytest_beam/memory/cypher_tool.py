@@ -24,6 +24,12 @@ REFUSED_OPERATORS = frozenset({"LoadCSV"})
 #: server does not always check the transaction's timeout while it projects them (a full run's
 #: agent question hung for over ten minutes on ``MATCH p=(a)-[*1..30]-(b) RETURN count(p)``).
 MAX_HOPS = 4
+#: range() builds a list the server's memory tracking does not see: one read-only
+#: ``[x IN range(1, 40000000) | x]`` filled the heap, and on a loaded machine the out-of-memory
+#: error hit the Bolt event loop instead of the query, leaving the server up but deaf. Planned
+#: details spell it ``range(`` whatever the query's spelling (``RaNgE/**/(``), literals hidden as
+#: parameters, so any range() is refused: reading a memory graph never needs one.
+_RANGE = re.compile(r"\brange\(")
 _EXPANDS = ("VarLengthExpand", "Repeat", "Trail")
 _HOPS = re.compile(r"\[[^\[\]]*?\*\s*(\d*)\s*(\.\.\s*(\d*))?\s*\]"  # -[r:T*1..3]-
                    r"|\)\s*\{\s*(\d*)\s*(,\s*(\d*))?\s*\}"  # ((a)-->(b)){1,3}
@@ -52,6 +58,9 @@ def refusal(steps: list[tuple[str, str]]) -> str | None:
     """Why the agent's query may not run, from what the server planned (None: it may)."""
     if any(op in REFUSED_OPERATORS for op, _ in steps):
         return "LOAD CSV is not allowed here (this tool reads the graph only)."
+    if any(_RANGE.search(details) for _, details in steps):
+        return ("range() is not allowed here: it builds lists outside the server's memory limits "
+                "(this tool reads the graph; it does not compute).")
     for op, details in steps:
         if op.startswith(_EXPANDS) and _deepest(details) > MAX_HOPS:
             return (f"variable-length patterns deeper than {MAX_HOPS} hops (or unbounded) are not allowed "

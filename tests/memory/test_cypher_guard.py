@@ -1,7 +1,8 @@
 """The agent's Cypher tool against a hostile (or unlucky) query, on a real local Neo4j of its own:
 LOAD CSV is refused by what the server plans and by the server's configuration (nothing is
-fetched), and a query that wants more memory than the server has fails as a tool error while the
-server lives on and the graph is unchanged (issue 15, points 4 and 5)."""
+fetched); range() and deep or unbounded variable-length expands are refused by plan; a query
+whose tracked memory passes the transaction cap fails as a tool error; the server lives on and
+the graph is unchanged (issue 15, points 4 and 5)."""
 
 from __future__ import annotations
 
@@ -100,8 +101,7 @@ def test_the_server_itself_refuses_load_csv(guarded, http_hits):
 
 
 @pytest.mark.parametrize("query", [
-    "WITH [x IN range(1, 40000000) | x] AS l RETURN size(l)",
-    "UNWIND range(1, 40000000) AS x WITH collect(x) AS l RETURN size(l)",
+    "MATCH (a:N), (b:N), (c:N), (d:N), (e:N), (f:N) WITH collect([a, b, c, d, e, f]) AS l RETURN size(l)",
 ])
 def test_a_query_too_big_for_memory_is_a_tool_error_and_the_server_lives(guarded, query, caplog):
     from pytest_beam.memory.tools import ToolBox, ToolLimits
@@ -176,3 +176,24 @@ def test_the_hop_cap_reads_what_the_server_planned(details, refused):
     reason = refusal([("ProduceResults", "n"), ("VarLengthExpand(All)", details), ("AllNodesScan", "a")])
     assert (reason is not None) is refused, reason
     assert refusal([("LoadCSV", "row")]).startswith("LOAD CSV")
+
+
+@pytest.mark.parametrize("query", [
+    "WITH [x IN range(1,40000000) | x] AS l RETURN size(l)",
+    "WITH [x IN RaNgE/**/(1, 4*10000000) | x] AS l RETURN size(l)",
+    "UNWIND range(1, 40000000) AS x WITH collect(x) AS l RETURN size(l)",
+    "WITH 40000000 AS k RETURN size([x IN range(1, k) | x]) AS n",
+])
+def test_range_is_refused_by_plan_and_the_server_lives(guarded, query):
+    """The issue's query: on an idle machine it failed with the heap's OutOfMemoryError and the
+    server lived; on a loaded one (a full run under -n 5) the error hit the Bolt event loop and
+    the conversation's server stopped answering. It never runs now."""
+    from pytest_beam.memory.tools import ToolBox, ToolLimits
+    from pytest_beam.services import ReadLimits
+
+    service, driver, database = guarded
+    before = _count(driver, database)
+    box = ToolBox(driver, database, None, ToolLimits(reads=ReadLimits(timeout_s=30.0, max_rows=100)))
+    result = box.call("cypher", {"query": query})
+    assert result.is_error and "range() is not allowed here" in result.text, result.text
+    assert service.is_alive() and _count(driver, database) == before
