@@ -25,7 +25,13 @@ def load_questions(session: BeamSession) -> None:
     """Load the question set at session start; a data problem stops the run before any test."""
     from ..data.errors import BeamDataError
     from ..data.sets import load_set
+    from ..systems import UnknownSystem
+    from .selection import custom_names, select_systems
 
+    try:
+        session.systems = select_systems(session.settings.system, custom_names(session.config))
+    except (UnknownSystem, ValueError) as exc:
+        pytest.exit(f"pytest-beam: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     try:
         session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations)
     except BeamDataError as exc:
@@ -53,28 +59,40 @@ def parametrize(session: BeamSession, metafunc: pytest.Metafunc) -> None:
 
 
 def question_params(session: BeamSession) -> list[object]:
+    """One parameter per (system, question), systems outermost in their selected order."""
     from ..data.sets import lite_spec
+    from .selection import SystemRun, bare_ids, param_id
 
     assert session.bench_set is not None
     lite_ids = set(lite_spec()["questions"])
+    bare = bare_ids(session.systems)
     params = []
-    for q in session.bench_set.questions:
-        marks = [pytest.mark.beam, getattr(pytest.mark, q.ability),
-                 pytest.mark.xdist_group(f"conv{q.conversation_id}")]
-        if q.id in lite_ids:
-            marks.append(pytest.mark.lite)
-        if q.known_bad_rubric:
-            # xfail covers the verdict only (outcome.check_outcome fails with pytest.fail); a dead
-            # Neo4j or endpoint raises something else and stays an ERROR, as for any question
-            marks += [pytest.mark.known_bad_rubric,
-                      pytest.mark.xfail(reason=f"known bad rubric: {q.known_bad_rubric}", strict=False,
-                                        raises=pytest.fail.Exception)]
-        params.append(pytest.param(q.conversation_id, q, id=q.id, marks=marks))
+    for system in session.systems:
+        for q in session.bench_set.questions:
+            # the conversation is the xdist group whatever the system: its data loads once per worker
+            marks = [pytest.mark.beam, getattr(pytest.mark, q.ability),
+                     pytest.mark.xdist_group(f"conv{q.conversation_id}")]
+            if q.id in lite_ids:
+                marks.append(pytest.mark.lite)
+            if q.known_bad_rubric:
+                # xfail covers the verdict only (outcome.check_outcome fails with pytest.fail); a dead
+                # Neo4j or endpoint raises something else and stays an ERROR, as for any question
+                marks += [pytest.mark.known_bad_rubric,
+                          pytest.mark.xfail(reason=f"known bad rubric: {q.known_bad_rubric}", strict=False,
+                                            raises=pytest.fail.Exception)]
+            params.append(pytest.param(SystemRun(system, q.conversation_id), q, id=param_id(system, q.id, bare),
+                                       marks=marks))
     return params
 
 
 def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
-    return [item.callspec.params["beam_question"] for item in pytest_session.items
+    return [question for _, question in selected_pairs(pytest_session)]
+
+
+def selected_pairs(pytest_session: pytest.Session) -> list[tuple[str, ProbingQuestion]]:
+    """(system name, question) of every selected item, in item order."""
+    return [(item.callspec.params["beam_conversation"].system, item.callspec.params["beam_question"])
+            for item in pytest_session.items
             if isinstance(item, pytest.Function) and hasattr(item, "callspec")
             and "beam_question" in item.callspec.params]
 

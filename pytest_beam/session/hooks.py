@@ -91,13 +91,15 @@ class BeamSessionPlugin:
 
 
 class GraphRAGProvider:
-    """The built-in system answers `pytest_beam_make_system` last, so any conftest wins."""
+    """The built-in systems answer `pytest_beam_make_system` last, so any conftest wins."""
 
     @pytest.hookimpl(trylast=True)
-    def pytest_beam_make_system(self, context: SystemContext) -> MemorySystem:
-        from ..memory.graphrag import GraphRAGSystem
+    def pytest_beam_make_system(self, context: SystemContext) -> MemorySystem | None:
+        from ..systems import make_system, system_names
 
-        return GraphRAGSystem(context)
+        if context.system_name not in system_names():
+            return None  # a custom name nobody built: the runtime says so
+        return make_system(context.system_name, context)
 
 
 def register(session: BeamSession) -> None:
