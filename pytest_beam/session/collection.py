@@ -101,15 +101,21 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session) -> None
     """After collection, on the controller: print the dry-run estimate, or refuse a run over the cap."""
     if session.bench_set is None or session.is_worker:
         return
-    questions = selected_questions(pytest_session)
-    if not questions or pytest_session.config.option.collectonly:
+    pairs = selected_pairs(pytest_session)
+    if not pairs or pytest_session.config.option.collectonly:
         return
     from .estimate import estimate_run, format_estimate
+    from .estimate_systems import estimate_systems, format_systems, total_of
 
     settings = session.settings
-    estimate = estimate_run(session.bench_set, questions, settings)
+    if {system for system, _ in pairs} == {"graphrag"}:  # the built-in alone: its estimate as always
+        estimate = estimate_run(session.bench_set, [q for _, q in pairs], settings)
+        text = format_estimate(estimate, settings)
+    else:
+        per_system = estimate_systems(session.bench_set, pairs, settings)
+        estimate, text = total_of(per_system), format_systems(per_system, settings)
     if settings.dry_run:
-        pytest_session.config.get_terminal_writer().line("\n" + format_estimate(estimate, settings))
+        pytest_session.config.get_terminal_writer().line("\n" + text)
         pytest.exit("pytest-beam: dry run, no model called and no service started", returncode=0)
     if settings.model_configured and not settings.replaying:
         problem = estimate.over_cap(settings)
