@@ -47,7 +47,8 @@ class AnswerSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def get_snapshot_name(cls, *, test_location: PyTestLocation, index=0) -> str:
-        return snapshot_filename(test_location.item.callspec.params["beam_question"].id)
+        question = test_location.item.callspec.params.get("beam_question")
+        return snapshot_filename(question.id if question is not None else test_location.item.callspec.id)
 
 
 def _system_of(test_location: PyTestLocation) -> str:
