@@ -27,7 +27,8 @@ def estimate_baseline(system: str, bench_set: BenchmarkSet, questions: list[Prob
                       settings: Settings) -> Estimate:
     """One answering call per question with the context tokens it would send, and the judge's calls."""
     from ..memory.tokens import count_tokens
-    from ..systems.answering import SEPARATOR, chat_messages, fit_to_budget, render_message
+    from ..systems.answering import (NO_MESSAGES, SEPARATOR, build_prompt, chat_messages, fit_to_budget, prompt_tokens,
+                                     render_message)
 
     budget, k = settings.context_tokens, settings.retrieval_k
     estimate = Estimate(phases={"agent": PhaseEstimate(), "judge": PhaseEstimate()})
@@ -44,12 +45,14 @@ def estimate_baseline(system: str, bench_set: BenchmarkSet, questions: list[Prob
             index = BM25Index([m.text for m in messages])
         if system == "gold-evidence":
             by_id = {m.id: m for m in messages}
-        mean_tokens = (sum(count_tokens(render_message(m)) + count_tokens(SEPARATOR) for m in messages)
-                       / max(len(messages), 1))
+        sep = count_tokens(SEPARATOR)
+        costs = [count_tokens(render_message(m)) + sep for m in reversed(messages)]  # newest first, once
+        mean_tokens = sum(costs) / max(len(costs), 1)
         for q in qs:
             estimate.questions += 1
             if system == "long-context":
-                context = fit_to_budget(list(reversed(messages)), q.question, budget).context_tokens
+                empty = prompt_tokens(build_prompt([], q.question))
+                context = _newest_that_fit(costs, empty, empty - count_tokens(NO_MESSAGES), budget)
             elif system == "gold-evidence":
                 sources = [by_id[i] for i in sorted(set(q.source_message_ids)) if i in by_id]
                 context = fit_to_budget(sources, q.question, budget).context_tokens
@@ -62,6 +65,17 @@ def estimate_baseline(system: str, bench_set: BenchmarkSet, questions: list[Prob
             estimate.phases["agent"].add(1, context, ASSUMPTIONS["answer_tokens"])
             add_judge(estimate.phases["judge"], q)
     return estimate
+
+
+def _newest_that_fit(costs: list[int], empty_prompt: int, base: int, budget: int) -> int:
+    """long-context's prompt: the newest messages while they fit (fit_to_budget's rule, with the
+    per-message counts summed once per conversation instead of recounted per question)."""
+    total, taken = base, 0
+    for cost in costs:
+        if total + cost > budget:
+            break
+        total, taken = total + cost, taken + 1
+    return total if taken else empty_prompt
 
 
 def estimate_systems(bench_set: BenchmarkSet, pairs: list[tuple[str, ProbingQuestion]],

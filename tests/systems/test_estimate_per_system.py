@@ -46,7 +46,8 @@ def test_gold_evidence_counts_exactly_its_sources_and_long_context_its_budget(fu
     assert est["gold-evidence"].phases["agent"].prompt_tokens == prompt_tokens(build_prompt(sources, q.question))
     long_context = est["long-context"].phases["agent"].prompt_tokens
     assert 4_000 < long_context <= 5_000  # the newest messages that fit, never over the budget
-    assert long_context == fit_to_budget(list(reversed(list(messages.values()))), q.question, 5_000).context_tokens
+    exact = fit_to_budget(list(reversed(list(messages.values()))), q.question, 5_000).context_tokens
+    assert abs(long_context - exact) <= 25  # summed per message, not recounted per question
 
 
 def test_a_custom_system_is_listed_without_an_estimate(full):
