@@ -247,7 +247,8 @@ def systems_section(record: RunRecord) -> str:
     """Several systems side by side per ability, the ceiling marked as a measurement aid ("" for one system)."""
     if len(record.systems) < 2:
         return ""
-    from .systems import AID_MARK, CEILING, SIDE_BY_SIDE_HEADERS, side_by_side_rows
+    from .systems import AID_MARK, CEILING
+    from .systems_text import SIDE_BY_SIDE_HEADERS, side_by_side_rows
 
     table = html_table(list(SIDE_BY_SIDE_HEADERS), side_by_side_rows(record.systems), num_from=2,
                        attrs=' id="systems"')

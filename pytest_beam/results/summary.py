@@ -94,7 +94,7 @@ def render_summary(record: RunRecord) -> list[str]:
     out.append("")
 
     if len(record.systems) > 1:
-        from .systems import render_side_by_side
+        from .systems_text import render_side_by_side
 
         out += render_side_by_side(record.systems)
         out.append("errors and skips are counted apart, never as 0")

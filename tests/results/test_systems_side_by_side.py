@@ -5,7 +5,8 @@ from __future__ import annotations
 from pytest_beam.results.html import render_html
 from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
 from pytest_beam.results.summary import render_summary
-from pytest_beam.results.systems import side_by_side_rows, system_stats
+from pytest_beam.results.systems import system_stats
+from pytest_beam.results.systems_text import side_by_side_rows
 from tests.results.factory import run_record
 
 SCORES = {  # system -> (information_extraction 0, information_extraction 1, event_ordering 0)
