@@ -85,6 +85,27 @@ def question_params(session: BeamSession) -> list[object]:
     return params
 
 
+def order_items(items: list[pytest.Item]) -> None:
+    """The suite's items in their parameter order: each system's questions, conversation by conversation.
+
+    pytest groups items by equal session-scoped parameters; a question is the same value under
+    every system, so it would interleave the systems and tear down and ingest again a system's
+    conversation between them. In parameter order each (system, conversation) run is contiguous:
+    one instance, ingested once, closed after its last question. Other items keep their places.
+    """
+    slots = [n for n, item in enumerate(items) if _suite_index(item) is not None]
+    ordered = sorted((items[n] for n in slots), key=_suite_index)  # type: ignore[arg-type,return-value]
+    for n, item in zip(slots, ordered):
+        items[n] = item
+
+
+def _suite_index(item: pytest.Item) -> int | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "beam_question" not in callspec.params or not item.nodeid.startswith(SUITE_NODEID + "::"):
+        return None
+    return callspec.indices["beam_question"]
+
+
 def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
     return [question for _, question in selected_pairs(pytest_session)]
 

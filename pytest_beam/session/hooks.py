@@ -43,9 +43,15 @@ class BeamSessionPlugin:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         collection.parametrize(self.session, metafunc)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]):  # type: ignore[no-untyped-def]
+        """The suite's items go in before every other implementation; after them all (pytest's
+        fixture reordering included) they are put back in (system, conversation, question) order."""
         collection.add_question_items(self.session, session, items)
+        result = yield
+        collection.order_items(items)
+        return result
+
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         collection.check_estimate(self.session, session)

@@ -65,3 +65,15 @@ def test_an_unknown_system_is_a_usage_error(tmp_path, beam_data_dir):
     run = _collect(tmp_path, beam_data_dir, "--beam-system=graphrag,bm52")
     assert run.returncode == 4
     assert "bm52" in run.stdout + run.stderr and "gold-evidence" in run.stdout + run.stderr
+
+
+def test_each_system_runs_a_conversation_in_one_stretch(tmp_path, beam_data_dir):
+    """A question is the same parameter value under every system; pytest's grouping by it used to
+    interleave the systems, so graphrag ingested conversation 1 again after long-context's turn."""
+    run = _collect(tmp_path, beam_data_dir, "--beam-mode=full", "--beam-conversations=1,4",
+                   "--beam-system=graphrag,long-context,bm25")
+    runs = [line.split("[")[1].split(":")[0] for line in run.stdout.splitlines() if line.startswith("beam::")]
+    stretches = [r for n, r in enumerate(runs) if n == 0 or runs[n - 1] != r]
+    assert stretches == ["graphrag-conv1", "graphrag-conv4", "long-context-conv1", "long-context-conv4",
+                         "bm25-conv1", "bm25-conv4"]
+    assert len(runs) == 120
