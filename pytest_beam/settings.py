@@ -110,6 +110,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20).", None, _conversation_list),
     Option("judge_runs", "Judge every rubric item this many times (each repeat its own cached call); the record keeps the mean and the agreement between repeats.", 1, int),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
+    Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", "graphrag"),
+    Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
+    Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -149,6 +152,9 @@ class Settings:
     conversations: str | None = None
     judge_runs: int = 1
     label: str | None = None
+    system: str = "graphrag"
+    context_tokens: int = 120_000
+    retrieval_k: int = 10
 
     def __repr__(self) -> str:  # the key never shows, whatever prints settings
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -242,7 +248,7 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
         raise SettingsError(f"--beam-record-mode={values['record_mode']} needs --beam-cassette FILE")
     if not 0.0 <= values["pass_score"] <= 1.0:
         raise SettingsError(f"--beam-pass-score={values['pass_score']}: must be between 0 and 1")
-    for name in ("chunk_tokens", "concurrency", "agent_steps"):
+    for name in ("chunk_tokens", "concurrency", "agent_steps", "context_tokens", "retrieval_k"):
         if values[name] < 1:
             raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be at least 1")
     if values["mode"] == "lite":

@@ -83,3 +83,6 @@ class SystemContext:
     # Question id -> its source message ids. Filled by the harness ONLY for a system whose class
     # sets `measurement_aid = True` (the gold-evidence ceiling); None for every other system.
     gold_evidence: Callable[[str], tuple[int, ...]] | None = None
+    # The system the run asks for (`--beam-system`): a conftest's `pytest_beam_make_system`
+    # returns its own system for its own names (see `pytest_beam_system_names`).
+    system_name: str = "graphrag"

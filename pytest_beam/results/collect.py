@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 def build_record(*, run_id: str, started: float, settings: Settings, bench_set: BenchmarkSet | None,
                  questions: list[dict[str, Any]], ingest: dict[str, dict[str, Any]],
-                 usage: dict[str, dict[str, Any]], exitstatus: int, interrupted_by: str | None = None) -> RunRecord:
+                 usage: dict[str, dict[str, Any]], exitstatus: int, interrupted_by: str | None = None,
+                 systems: list[str] | None = None) -> RunRecord:
     from .provenance import scoring_stamp
     from .record import RunRecord, aggregate, git_info, lockfile_hash
 
@@ -30,14 +31,23 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     commit, dirty = git_info(root)
     roles = settings.role_models()
     records = [_question(entry, bench_set) for entry in questions]
-    abilities, overall = aggregate(records)
+    from ..systems import MEASUREMENT_AIDS
+    from .systems import system_stats
+
+    selected = list(systems or [])  # the selected order (`all` expanded), first is the primary
+    seen = [str(e["system"]) for e in questions if e.get("system")]
+    order = [s for s in selected if s in seen] + [s for s in dict.fromkeys(seen) if s not in selected]
+    several = len(order) > 1
+    # several systems: the top-level means are the first selected system's, each system in `systems`
+    primary = [q for q in records if not several or q.system == order[0]]
+    abilities, overall = aggregate(primary)
     phase_seconds = {"ingest": sum(i.get("seconds", 0.0) for i in ingest.values())}
     for entry in questions:
         for phase, secs in (entry.get("phase_seconds") or {}).items():
             phase_seconds[phase] = phase_seconds.get(phase, 0.0) + secs
     skipped_for_cap = [q.id for q in records if q.outcome == "skipped" and "spend cap" in (q.error or "")]
-    conversations = {e.get("conversation_id") or e["id"].split(":")[0][4:] for e in questions}
-    unfinished = len(ingest) < len(conversations)
+    conversations = {(e.get("system"), e.get("conversation_id") or e["id"].split(":")[0][4:]) for e in questions}
+    unfinished = len(ingest) < len(conversations)  # one ingest per (system, conversation)
     source = bench_set.source if bench_set else None
     return RunRecord(
         run_id=run_id,
@@ -50,7 +60,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         questions=records, abilities=abilities, overall=overall,
         usage=usage, phase_seconds=phase_seconds,
         graph={cid: {k: v for k, v in info.items() if k != "usage"} for cid, info in ingest.items()},
-        snapshot_changes=[q.id for q in records if q.answer_changed],
+        snapshot_changes=[(f"{q.system}-{q.id}" if several else q.id) for q in records if q.answer_changed],
         partial=bool(skipped_for_cap) or exitstatus == 2 or bool(interrupted_by) or unfinished,
         partial_reason=("spend cap reached" if skipped_for_cap
                         else f"interrupted ({interrupted_by})" if interrupted_by
@@ -58,7 +68,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                         else "a conversation's ingest did not finish" if unfinished else None),
         exit_status=int(exitstatus),
         scoring=scoring_stamp(settings.scorer, settings.judge_runs), label=settings.label,
-        system=next(iter(sorted({str(e["system"]) for e in questions if e.get("system")})), None),
+        system=order[0] if order else None,
+        systems=system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {},
     )
 
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from ..files import atomic_write
 from .compare import Comparison, compare
-from .html_parts import abilities_table, chart, compare_section, cost_section, e, settings_section, warnings
+from .html_parts import (abilities_table, chart, compare_section, cost_section, e, settings_section, systems_section,
+                         warnings)
 from .schema import RunRecord
 from .store import jsonable, normalize_step, with_traces
 from .text import fmt_interval, fmt_score, score_delta
@@ -134,6 +135,7 @@ def _body(record: RunRecord, other: RunRecord | None, cmp: Comparison | None, fo
     ]
     parts += [f'<div class="warning">{e(w)}</div>' for w in warnings(record, other)]
     parts.append(settings_section(record))
+    parts.append(systems_section(record))
     parts.append('<h2 id="scores">Mean score per ability</h2>')
     parts.append(chart(record, other))
     parts.append(abilities_table(record))

@@ -241,3 +241,21 @@ def cost_section(record: RunRecord, other: RunRecord | None = None) -> str:
         items = "".join(f'<li class="mono">{e(q)}</li>' for q in record.snapshot_changes)
         parts.append(f"<h3>Answers changed from their snapshots ({len(record.snapshot_changes)})</h3><ul>{items}</ul>")
     return "".join(parts)
+
+
+def systems_section(record: RunRecord) -> str:
+    """Several systems side by side per ability, the ceiling marked as a measurement aid ("" for one system)."""
+    if len(record.systems) < 2:
+        return ""
+    from .systems import AID_MARK, CEILING
+    from .systems_text import SIDE_BY_SIDE_HEADERS, side_by_side_rows
+
+    table = html_table(list(SIDE_BY_SIDE_HEADERS), side_by_side_rows(record.systems), num_from=2,
+                       attrs=' id="systems"')
+    notes = ["Rows follow the selected order (--beam-system); systems are not ranked."]
+    if CEILING in record.systems:
+        notes.append(f"{CEILING} is a {AID_MARK}: it answers from each question's own source messages, the ceiling "
+                     "a perfect retriever would give this reader; never a system to rank. Lost to retrieval = "
+                     "gold-evidence mean minus the system's; lost to reader+judge = 1.0 minus gold-evidence's.")
+    return ('<h2 id="systems-side-by-side">Systems side by side</h2>' + table
+            + "".join(f'<p class="sub">{e(n)}</p>' for n in notes))

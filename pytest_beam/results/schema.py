@@ -17,7 +17,7 @@ from ..scoring.scores import ItemScore
 __all__ = [
     "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",
     "Outcome", "UsageRow", "all_calls", "ItemScore", "QuestionRecord", "MeanInterval", "AbilityStats", "OverallStats",
-    "ScoringStamp", "RunRecord",
+    "ScoringStamp", "RunRecord", "SystemCell", "SystemStats",
 ]
 
 SCHEMA_VERSION = 2  # 2: intervals, scoring stamp, judge repeats, system name, label, context tokens
@@ -32,7 +32,7 @@ KNOWN_BAD_FLAG = "known_bad_rubric"
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 
 
-from .stats import AbilityStats, MeanInterval, OverallStats
+from .stats import AbilityStats, MeanInterval, OverallStats, SystemCell, SystemStats
 from .stats import RecordModel as _Model
 
 
@@ -101,6 +101,7 @@ class QuestionRecord(_Model):
     answer_changed: bool | None = Field(None, description="The answer differs from its snapshot (None: not compared)")
     context_tokens: int | None = Field(
         None, description="Tokens the system put in front of the answering model for this question (None: not measured)")
+    system: str | None = Field(None, description="The memory system that answered (--beam-system name)")
     trace: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
@@ -158,7 +159,10 @@ class RunRecord(_Model):
     scorer: str | None = None
     models: dict[str, str | None] = Field(default_factory=dict, description="role -> model name")
     scoring: ScoringStamp | None = Field(None, description="Profile, prompt hashes and judge repeats (None: older record)")
-    system: str | None = Field(None, description="The memory system's ``name``")
+    system: str | None = Field(None, description="The memory system's ``name`` (the first selected one when several)")
+    systems: dict[str, SystemStats] = Field(
+        default_factory=dict, description="With several --beam-system names: each system's cells by ability, in "
+        "the selected order; `abilities` and `overall` are then the first system's")
     label: str | None = Field(None, description="--beam-label: the user's name for this run")
     rejudged_from: str | None = Field(None, description="The run id whose answers this record scored again")
     judge_is_agent: bool = False
@@ -184,15 +188,28 @@ class RunRecord(_Model):
         if self.questions and not self.abilities:
             from .aggregate import aggregate
 
-            self.abilities, self.overall = aggregate(self.questions)
+            self.abilities, self.overall = aggregate(
+                [q for q in self.questions if not self.systems or (q.system or self.system) == self.system])
         return self
 
     def recompute(self) -> RunRecord:
         """A copy with abilities and overall recomputed from the questions."""
         from .aggregate import aggregate
 
-        abilities, overall = aggregate(self.questions)
-        return self.model_copy(update={"abilities": abilities, "overall": overall})
+        primary = [q for q in self.questions if not self.systems or (q.system or self.system) == self.system]
+        abilities, overall = aggregate(primary)
+        update: dict[str, Any] = {"abilities": abilities, "overall": overall}
+        if self.systems:
+            from .systems import system_stats
+
+            fresh = system_stats(self.questions, list(self.systems),
+                                 [n for n, s in self.systems.items() if s.measurement_aid])
+            for name, stats in fresh.items():
+                old = self.systems.get(name)
+                if old is not None:
+                    stats.ingest_calls, stats.ingest_tokens = old.ingest_calls, old.ingest_tokens
+            update["systems"] = fresh
+        return self.model_copy(update=update)
 
     @property
     def profile(self) -> str | None:

@@ -4,6 +4,10 @@ Files are named by question id (`conv17__information_extraction__0.txt`), not by
 test-module convention, so a diff reads as "this question's answer changed". A side effect we
 want: syrupy cannot relate these files to the one test function, so a lite run never reports the
 full set's snapshots as unused (nor deletes them on --snapshot-update).
+
+Each system keeps its own: the built-in `graphrag` in `snapshots/` itself (the paths every run
+before system comparison wrote), any other system in `snapshots/<system>/`, so two systems in
+one project never overwrite each other's answers.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class AnswerSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def dirname(cls, *, test_location: PyTestLocation) -> str:
-        return str(Path(test_location.item.config.rootpath) / "snapshots")
+        return str(snapshot_dir(test_location.item.config.rootpath, _system_of(test_location)))
 
     @classmethod
     def discovery_dirname(cls, *, test_location: PyTestLocation) -> str:
@@ -43,8 +47,23 @@ class AnswerSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def get_snapshot_name(cls, *, test_location: PyTestLocation, index=0) -> str:
-        return snapshot_filename(test_location.item.callspec.id)
+        question = test_location.item.callspec.params.get("beam_question")
+        return snapshot_filename(question.id if question is not None else test_location.item.callspec.id)
 
 
-def snapshot_path(rootdir: Path, question_id: str) -> Path:
-    return Path(rootdir) / "snapshots" / f"{snapshot_filename(question_id)}.txt"
+def _system_of(test_location: PyTestLocation) -> str:
+    run = test_location.item.callspec.params.get("beam_conversation")
+    return getattr(run, "system", None) or DEFAULT_SYSTEM
+
+
+DEFAULT_SYSTEM = "graphrag"
+
+
+def snapshot_dir(rootdir: Path, system: str | None = None) -> Path:
+    """`snapshots/` for graphrag (or no system named), `snapshots/<system>/` for any other."""
+    base = Path(rootdir) / "snapshots"
+    return base if system in (None, DEFAULT_SYSTEM) else base / system
+
+
+def snapshot_path(rootdir: Path, question_id: str, system: str | None = None) -> Path:
+    return snapshot_dir(rootdir, system) / f"{snapshot_filename(question_id)}.txt"

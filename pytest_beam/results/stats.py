@@ -51,3 +51,27 @@ class OverallStats(RecordModel):
         None, description="With judge repeats: share of all rubric items where every repeat agreed")
     context_tokens_mean: float | None = None
     context_tokens_p95: float | None = None
+
+
+class SystemCell(RecordModel):
+    """One system on one ability (or overall): the side-by-side table's cell."""
+
+    n: int = Field(0, description="Questions with a score")
+    mean: float | None = None
+    interval: MeanInterval | None = None
+    evidence_recall: float | None = Field(None, description="Mean over questions that have source ids")
+    context_tokens: float | None = Field(None, description="Mean tokens of chat context sent per question")
+    calls: int = Field(0, description="Model calls of these questions (answer and judge), live, cached or replayed")
+    tokens: int = Field(0, description="Prompt + completion tokens of those calls")
+    errors: int = 0
+    skipped: int = 0
+
+
+class SystemStats(RecordModel):
+    """One compared memory system: its cells by ability and overall, and what its ingest cost."""
+
+    measurement_aid: bool = Field(False, description="A ceiling that reads the question's sources: never ranked")
+    abilities: dict[str, SystemCell] = Field(default_factory=dict)
+    overall: SystemCell = Field(default_factory=SystemCell)
+    ingest_calls: int = 0
+    ingest_tokens: int = 0

@@ -93,7 +93,16 @@ def render_summary(record: RunRecord) -> list[str]:
         out.append(f"WARNING: {JUDGE_IS_AGENT_WARNING}")
     out.append("")
 
-    if record.abilities:
+    if len(record.systems) > 1:
+        from .systems_text import render_side_by_side
+
+        out += render_side_by_side(record.systems)
+        out.append("errors and skips are counted apart, never as 0")
+        iv = next((s.overall.interval for s in record.systems.values() if s.overall.interval), None)
+        if iv is not None:
+            out.append(f"intervals: {iv.level:.0%} cluster bootstrap over {iv.clusters} conversation(s), "
+                       f"{iv.resamples:,} resamples, seed {iv.seed}")
+    elif record.abilities:
         out += table(
             ["ability", "n", "mean", "95% interval", "mean excl. known-bad", "passed", "failed", "errors", "skipped",
              "flags"],

@@ -25,7 +25,13 @@ def load_questions(session: BeamSession) -> None:
     """Load the question set at session start; a data problem stops the run before any test."""
     from ..data.errors import BeamDataError
     from ..data.sets import load_set
+    from ..systems import UnknownSystem
+    from .selection import custom_names, select_systems
 
+    try:
+        session.systems = select_systems(session.settings.system, custom_names(session.config))
+    except (UnknownSystem, ValueError) as exc:
+        pytest.exit(f"pytest-beam: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     try:
         session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations)
     except BeamDataError as exc:
@@ -53,28 +59,61 @@ def parametrize(session: BeamSession, metafunc: pytest.Metafunc) -> None:
 
 
 def question_params(session: BeamSession) -> list[object]:
+    """One parameter per (system, question), systems outermost in their selected order."""
     from ..data.sets import lite_spec
+    from .selection import SystemRun, bare_ids, param_id
 
     assert session.bench_set is not None
     lite_ids = set(lite_spec()["questions"])
+    bare = bare_ids(session.systems)
     params = []
-    for q in session.bench_set.questions:
-        marks = [pytest.mark.beam, getattr(pytest.mark, q.ability),
-                 pytest.mark.xdist_group(f"conv{q.conversation_id}")]
-        if q.id in lite_ids:
-            marks.append(pytest.mark.lite)
-        if q.known_bad_rubric:
-            # xfail covers the verdict only (outcome.check_outcome fails with pytest.fail); a dead
-            # Neo4j or endpoint raises something else and stays an ERROR, as for any question
-            marks += [pytest.mark.known_bad_rubric,
-                      pytest.mark.xfail(reason=f"known bad rubric: {q.known_bad_rubric}", strict=False,
-                                        raises=pytest.fail.Exception)]
-        params.append(pytest.param(q.conversation_id, q, id=q.id, marks=marks))
+    for system in session.systems:
+        for q in session.bench_set.questions:
+            # the conversation is the xdist group whatever the system: its data loads once per worker
+            marks = [pytest.mark.beam, getattr(pytest.mark, q.ability),
+                     pytest.mark.xdist_group(f"conv{q.conversation_id}")]
+            if q.id in lite_ids:
+                marks.append(pytest.mark.lite)
+            if q.known_bad_rubric:
+                # xfail covers the verdict only (outcome.check_outcome fails with pytest.fail); a dead
+                # Neo4j or endpoint raises something else and stays an ERROR, as for any question
+                marks += [pytest.mark.known_bad_rubric,
+                          pytest.mark.xfail(reason=f"known bad rubric: {q.known_bad_rubric}", strict=False,
+                                            raises=pytest.fail.Exception)]
+            params.append(pytest.param(SystemRun(system, q.conversation_id), q, id=param_id(system, q.id, bare),
+                                       marks=marks))
     return params
 
 
+def order_items(items: list[pytest.Item]) -> None:
+    """The suite's items in their parameter order: each system's questions, conversation by conversation.
+
+    pytest groups items by equal session-scoped parameters; a question is the same value under
+    every system, so it would interleave the systems and tear down and ingest again a system's
+    conversation between them. In parameter order each (system, conversation) run is contiguous:
+    one instance, ingested once, closed after its last question. Other items keep their places.
+    """
+    slots = [n for n, item in enumerate(items) if _suite_index(item) is not None]
+    ordered = sorted((items[n] for n in slots), key=_suite_index)  # type: ignore[arg-type,return-value]
+    for n, item in zip(slots, ordered):
+        items[n] = item
+
+
+def _suite_index(item: pytest.Item) -> int | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "beam_question" not in callspec.params or not item.nodeid.startswith(SUITE_NODEID + "::"):
+        return None
+    return callspec.indices["beam_question"]
+
+
 def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
-    return [item.callspec.params["beam_question"] for item in pytest_session.items
+    return [question for _, question in selected_pairs(pytest_session)]
+
+
+def selected_pairs(pytest_session: pytest.Session) -> list[tuple[str, ProbingQuestion]]:
+    """(system name, question) of every selected item, in item order."""
+    return [(item.callspec.params["beam_conversation"].system, item.callspec.params["beam_question"])
+            for item in pytest_session.items
             if isinstance(item, pytest.Function) and hasattr(item, "callspec")
             and "beam_question" in item.callspec.params]
 
@@ -83,15 +122,21 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session) -> None
     """After collection, on the controller: print the dry-run estimate, or refuse a run over the cap."""
     if session.bench_set is None or session.is_worker:
         return
-    questions = selected_questions(pytest_session)
-    if not questions or pytest_session.config.option.collectonly:
+    pairs = selected_pairs(pytest_session)
+    if not pairs or pytest_session.config.option.collectonly:
         return
     from .estimate import estimate_run, format_estimate
+    from .estimate_systems import estimate_systems, format_systems, total_of
 
     settings = session.settings
-    estimate = estimate_run(session.bench_set, questions, settings)
+    if {system for system, _ in pairs} == {"graphrag"}:  # the built-in alone: its estimate as always
+        estimate = estimate_run(session.bench_set, [q for _, q in pairs], settings)
+        text = format_estimate(estimate, settings)
+    else:
+        per_system = estimate_systems(session.bench_set, pairs, settings)
+        estimate, text = total_of(per_system), format_systems(per_system, settings)
     if settings.dry_run:
-        pytest_session.config.get_terminal_writer().line("\n" + format_estimate(estimate, settings))
+        pytest_session.config.get_terminal_writer().line("\n" + text)
         pytest.exit("pytest-beam: dry run, no model called and no service started", returncode=0)
     if settings.model_configured and not settings.replaying:
         problem = estimate.over_cap(settings)

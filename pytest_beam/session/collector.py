@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..system import IngestReport
     from .state import BeamSession
 
-_ID_IN_NODEID = re.compile(r"\[(conv\d+:[a-z_]+:\d+)\]$")
+_ID_IN_NODEID = re.compile(r"\[((?:.+-)?conv\d+:[a-z_]+:\d+)\]$")  # the item's id: [system-]question
 
 
 class RunCollector:
@@ -75,9 +75,13 @@ class RunCollector:
             self._add_report(match.group(1), report)
             self.persist()
 
-    def _add_report(self, qid: str, report: pytest.TestReport) -> None:
+    def _add_report(self, key: str, report: pytest.TestReport) -> None:
+        """`key` is the item's id: the question id, after its system's name when systems are compared."""
+        from .selection import split_param_id
+
+        system, qid = split_param_id(key) or (None, key)
         props = dict(report.user_properties)
-        entry = self.questions.setdefault(qid, {"id": qid})
+        entry = self.questions.setdefault(key, {"id": qid, "system": system or self.session.systems[0]})
         if "beam_result" in props:
             entry.update(json.loads(str(props["beam_result"])))
         if report.when == "call" or report.outcome != "passed":
@@ -120,7 +124,7 @@ class RunCollector:
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
-            interrupted_by=self.interrupted_by)
+            interrupted_by=self.interrupted_by, systems=session.systems)
         write_run(session.run_dir, self.record, html=session.settings.html)
         shutil.rmtree(self.parts, ignore_errors=True)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -93,8 +94,6 @@ def estimate_run(bench_set: BenchmarkSet, questions: list[ProbingQuestion], sett
     from ..memory.chunking import chunk_documents
     from ..memory.extraction_schema import Extraction
     from ..memory.prompts_ingest import extraction_messages
-    from ..scoring.prompts import BINARY_CLASSIFIER_SYSTEM, JUDGE_PROMPT
-
     a = ASSUMPTIONS
     estimate = Estimate(phases={p: PhaseEstimate() for p in ("extraction", "resolution", "agent", "judge")})
     schema_tokens = _tokens(json.dumps(Extraction.model_json_schema()))  # sent with every extraction call
@@ -109,8 +108,6 @@ def estimate_run(bench_set: BenchmarkSet, questions: list[ProbingQuestion], sett
         estimate.phases["resolution"].add(resolution_calls, resolution_calls * a["resolution_prompt_tokens"],
                                           resolution_calls * a["resolution_completion_tokens"])
     agent_base = _agent_prompt_tokens()
-    judge_base = _tokens(JUDGE_PROMPT)
-    classifier_base = _tokens(BINARY_CLASSIFIER_SYSTEM) + 30
     steps = min(a["agent_steps"], settings.agent_steps)
     for q in questions:
         estimate.questions += 1
@@ -118,16 +115,31 @@ def estimate_run(bench_set: BenchmarkSet, questions: list[ProbingQuestion], sett
         for step in range(steps):
             estimate.phases["agent"].add(1, agent_base + question_tokens + step * a["tool_result_tokens"],
                                          a["agent_completion_tokens"])
-        if q.ability == "event_ordering":
-            events = len(q.rubric)
-            calls = events * (events + 1) // 2  # each answer line against the unused events, on average
-            rubric_tokens = sum(_tokens(r) for r in q.rubric) // max(events, 1)
-            estimate.phases["judge"].add(calls, calls * (classifier_base + rubric_tokens + 25), calls * 2)
-        else:
-            for item in q.rubric:
-                estimate.phases["judge"].add(1, judge_base + question_tokens + _tokens(item) + a["answer_tokens"],
-                                             a["judge_completion_tokens"])
+        add_judge(estimate.phases["judge"], q)
     return estimate
+
+
+@lru_cache(maxsize=1)
+def _judge_bases() -> tuple[int, int]:
+    from ..scoring.prompts import BINARY_CLASSIFIER_SYSTEM, JUDGE_PROMPT
+
+    return _tokens(JUDGE_PROMPT), _tokens(BINARY_CLASSIFIER_SYSTEM) + 30
+
+
+def add_judge(phase: PhaseEstimate, q: ProbingQuestion) -> None:
+    """The judge's calls for one question: the same whichever system answered it."""
+    a = ASSUMPTIONS
+    judge_base, classifier_base = _judge_bases()
+    question_tokens = _tokens(q.question)
+    if q.ability == "event_ordering":
+        events = len(q.rubric)
+        calls = events * (events + 1) // 2  # each answer line against the unused events, on average
+        rubric_tokens = sum(_tokens(r) for r in q.rubric) // max(events, 1)
+        phase.add(calls, calls * (classifier_base + rubric_tokens + 25), calls * 2)
+    else:
+        for item in q.rubric:
+            phase.add(1, judge_base + question_tokens + _tokens(item) + a["answer_tokens"],
+                      a["judge_completion_tokens"])
 
 
 def format_estimate(estimate: Estimate, settings: Settings) -> str:

@@ -25,10 +25,11 @@ def beam_runtime(request: pytest.FixtureRequest) -> Runtime:
 
 @pytest.fixture(scope="session")
 def beam_conversation(request: pytest.FixtureRequest, beam_runtime: Runtime) -> Iterator[ConversationRun]:
-    """One conversation's memory system, ingested once; its service stops after its questions."""
-    conversation = beam_runtime.open_conversation(request.param)
+    """One system on one conversation (a `SystemRun`), ingested once; closed after its questions."""
+    run = request.param
+    conversation = beam_runtime.open_conversation(run.conversation_id, run.system)
     yield conversation
-    beam_runtime.close_conversation(request.param)
+    beam_runtime.close_conversation(beam_runtime.run_key(run.system, run.conversation_id))
 
 
 @pytest.fixture

@@ -43,9 +43,15 @@ class BeamSessionPlugin:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         collection.parametrize(self.session, metafunc)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]):  # type: ignore[no-untyped-def]
+        """The suite's items go in before every other implementation; after them all (pytest's
+        fixture reordering included) they are put back in (system, conversation, question) order."""
         collection.add_question_items(self.session, session, items)
+        result = yield
+        collection.order_items(items)
+        return result
+
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         collection.check_estimate(self.session, session)
@@ -91,13 +97,15 @@ class BeamSessionPlugin:
 
 
 class GraphRAGProvider:
-    """The built-in system answers `pytest_beam_make_system` last, so any conftest wins."""
+    """The built-in systems answer `pytest_beam_make_system` last, so any conftest wins."""
 
     @pytest.hookimpl(trylast=True)
-    def pytest_beam_make_system(self, context: SystemContext) -> MemorySystem:
-        from ..memory.graphrag import GraphRAGSystem
+    def pytest_beam_make_system(self, context: SystemContext) -> MemorySystem | None:
+        from ..systems import make_system, system_names
 
-        return GraphRAGSystem(context)
+        if context.system_name not in system_names():
+            return None  # a custom name nobody built: the runtime says so
+        return make_system(context.system_name, context)
 
 
 def register(session: BeamSession) -> None:

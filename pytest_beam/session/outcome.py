@@ -102,7 +102,7 @@ def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion, m
     text = (outcome.answer.text or "").rstrip("\n") + "\n"
     config = runtime.session.config
     updating = bool(config.getoption("update_snapshots", False))
-    path = snapshot_path(config.rootpath, outcome.question.id)
+    path = snapshot_path(config.rootpath, outcome.question.id, outcome.system)
     old = path.read_text(encoding="utf-8") if path.exists() else None
     diff = None
     if old is not None and old != text:

@@ -36,6 +36,7 @@ class ConversationRun:
     system: MemorySystem
     ingest: IngestReport
     ingest_usage: dict[str, Any]
+    system_name: str = "graphrag"  # the selected name the answers are recorded under
 
 
 @dataclass
@@ -145,7 +146,7 @@ class Runtime:
 
     # ------------------------------------------------------------ services
 
-    def start_neo4j(self, conversation_id: str) -> Neo4jConnection:
+    def start_neo4j(self, conversation_id: str, service_name: str | None = None) -> Neo4jConnection:
         """Start the conversation's Neo4j once; the harness stops it with the conversation."""
         if conversation_id not in self.services:
             from ..services import select_provider
@@ -153,7 +154,7 @@ class Runtime:
             if self._provider is None:
                 self._provider = select_provider(self.settings.neo4j, work_dir=self.session.run_dir / "neo4j",
                                                  start_timeout_s=self.settings.neo4j_start_timeout)
-            service = self._provider.create(f"conv{conversation_id}")
+            service = self._provider.create(service_name or f"conv{conversation_id}")
             self.services[conversation_id] = service
             self.connections[conversation_id] = service.start()
             self.session.collector.note_service(conversation_id, self._provider.name)
@@ -161,21 +162,46 @@ class Runtime:
 
     # ------------------------------------------------------------ conversations
 
-    def open_conversation(self, conversation_id: str) -> ConversationRun:
+    def run_key(self, system_name: str, conversation_id: str) -> str:
+        """The key of one system's run on one conversation: the bare conversation id when the run
+        compares nothing (the default graphrag alone, as records always had), else `system/id`."""
+        from .selection import bare_ids
+
+        return conversation_id if bare_ids(self.session.systems) else f"{system_name}/{conversation_id}"
+
+    def system_context(self, system_name: str, conversation_id: str) -> SystemContext:
+        """What a system gets for one conversation; the question's sources go to a measurement aid only."""
+        from ..systems import MEASUREMENT_AIDS
+
+        key = self.run_key(system_name, conversation_id)
+        work = self.session.run_dir / (f"conv{conversation_id}" if key == conversation_id
+                                       else f"conv{conversation_id}-{system_name}")
+        gold = None
+        if system_name in MEASUREMENT_AIDS:  # registry names only: a conftest's name can never claim it
+            from ..systems.gold_evidence import gold_evidence_lookup
+
+            gold = gold_evidence_lookup(q for q in self.session.bench_set.questions
+                                        if q.conversation_id == conversation_id)
+        return SystemContext(
+            conversation_id=conversation_id, models=self.models, settings=self.settings, work_dir=work,
+            start_neo4j=lambda: self.start_neo4j(key, work.name), progress=self.say,
+            gold_evidence=gold, system_name=system_name,
+        )
+
+    def open_conversation(self, conversation_id: str, system_name: str | None = None) -> ConversationRun:
+        """One system's instance for one conversation, ingested once (the fixture closes it after
+        the conversation's last question of that system)."""
         if self.cap_reason:
             pytest.skip(f"spend cap reached: {self.cap_reason}")
-        context = SystemContext(
-            conversation_id=conversation_id, models=self.models, settings=self.settings,
-            work_dir=self.session.run_dir / f"conv{conversation_id}",
-            start_neo4j=lambda: self.start_neo4j(conversation_id),
-            progress=self.say,
-        )
+        system_name = system_name or self.session.systems[0]
+        key = self.run_key(system_name, conversation_id)
+        context = self.system_context(system_name, conversation_id)
         system = self.session.config.hook.pytest_beam_make_system(context=context)
         if system is None:
-            raise RuntimeError("no pytest_beam_make_system implementation returned a system")
+            raise RuntimeError(f"no pytest_beam_make_system implementation returned a system for {system_name!r}")
         documents = list(self.session.bench_set.documents[conversation_id])
         before = self.meter.snapshot()
-        self.trace.context = {"conversation": f"conv{conversation_id}", "phase": "ingest"}
+        self.trace.context = {"conversation": f"conv{conversation_id}", "phase": "ingest", "system": system_name}
         started = time.monotonic()
         try:
             report = system.ingest(documents)
@@ -190,12 +216,13 @@ class Runtime:
             self.trace.context = {}
         report.seconds = report.seconds or (time.monotonic() - started)
         usage = _usage_dict(self.meter.since(before))
-        self.session.collector.add_ingest(conversation_id, report, usage)
-        run = ConversationRun(conversation_id, system, report, usage)
-        self.conversations[conversation_id] = run
+        self.session.collector.add_ingest(key, report, usage)
+        run = ConversationRun(conversation_id, system, report, usage, system_name)
+        self.conversations[key] = run
         return run
 
     def close_conversation(self, conversation_id: str) -> None:
+        """Close a run by its key (`run_key`): its system, then the Neo4j it started."""
         run = self.conversations.pop(conversation_id, None)
         try:
             if run is not None:
@@ -219,7 +246,8 @@ class Runtime:
 
         before = self.meter.snapshot()
         seconds: dict[str, float] = {}
-        self.trace.context = {"question": question.id, "phase": "agent"}
+        system_name = conversation.system_name
+        self.trace.context = {"question": question.id, "phase": "agent", "system": system_name}
         try:
             started = time.monotonic()
             answer = conversation.system.answer(question.for_system())
@@ -228,7 +256,7 @@ class Runtime:
             if NO_ANSWER_FLAGS & set(answer.flags):
                 score = unjudged(question, self.settings.scorer)  # nothing to judge: no call paid for it
             else:
-                self.trace.context = {"question": question.id, "phase": "judge"}
+                self.trace.context = {"question": question.id, "phase": "judge", "system": system_name}
                 started = time.monotonic()
                 score = score_question(question, answer.text, self.models, mode=self.settings.scorer,
                                        judge_runs=self.settings.judge_runs)
@@ -242,7 +270,7 @@ class Runtime:
             self.trace.context = {}
         usage = _usage_dict(self.meter.since(before))
         recall = evidence_recall(question.source_message_ids, answer.retrieved_message_ids)
-        return Outcome(question, answer, score, usage, seconds, recall, conversation.system.name)
+        return Outcome(question, answer, score, usage, seconds, recall, system_name)
 
 
 def unjudged(question: ProbingQuestion, mode: str) -> QuestionScore:

@@ -20,7 +20,9 @@ import pytest
 if TYPE_CHECKING:
     from xdist.scheduler import LoadGroupScheduling
 
-_CONVERSATION = re.compile(r"^beam::test_question\[(conv\d+):")
+# the question id, bare or after its system's name (`bm25-conv17:...`): every system of a
+# conversation goes to the same worker, which loads the conversation's data once
+_CONVERSATION = re.compile(r"^beam::test_question\[(?:.+?-)?(conv\d+):")
 
 
 def conversation_of(nodeid: str) -> str | None:

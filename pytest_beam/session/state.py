@@ -39,6 +39,7 @@ class BeamSession:
     runtime: Runtime | None = None  # built by the first fixture that needs it
     progress: ProgressRelay | None = None  # on an xdist controller only
     started: float = field(default_factory=time.time)
+    systems: list[str] = field(default_factory=lambda: ["graphrag"])  # --beam-system, checked at session start
 
     @property
     def is_worker(self) -> bool:

@@ -1,0 +1,59 @@
+"""Several systems side by side as text rows: the terminal's table and the HTML page's.
+
+Rows follow the selected order and are never sorted by score; the ceiling (`gold-evidence`) is
+marked as a measurement aid on its row (see `systems.py` for what its gaps mean).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .stats import SystemStats
+from .systems import AID_MARK, CEILING, display_name, gap, reader_loss
+from .text import fmt_delta, fmt_int, fmt_interval, fmt_score, table
+
+SIDE_BY_SIDE_HEADERS = ("ability", "system", "n", "mean", "95% interval", "evidence recall", "context tok/q",
+                        "calls", "tokens", "lost to retrieval", "lost to reader+judge")
+
+
+def side_by_side_rows(systems: Mapping[str, SystemStats]) -> list[list[str]]:
+    """Rows per ability (then overall), one per system in the selected order, never sorted by score.
+
+    `lost to retrieval` is the ceiling's mean minus the system's; `lost to reader+judge` is 1.0 minus
+    the ceiling's, on the ceiling's own row. Without the ceiling both columns are "-".
+    """
+    abilities = sorted({a for s in systems.values() for a in s.abilities})
+    ceiling = systems.get(CEILING)
+    rows: list[list[str]] = []
+    for ability in [*abilities, "overall"]:
+        top = ceiling and (ceiling.overall if ability == "overall" else ceiling.abilities.get(ability))
+        for k, (name, stats) in enumerate(systems.items()):
+            cell = stats.overall if ability == "overall" else stats.abilities.get(ability)
+            if cell is None:
+                continue
+            aid = stats.measurement_aid
+            rows.append([
+                ability if k == 0 else "", display_name(name, stats), str(cell.n), fmt_score(cell.mean),
+                fmt_interval(cell.interval), fmt_score(cell.evidence_recall),
+                "-" if cell.context_tokens is None else f"{cell.context_tokens:,.0f}",
+                fmt_int(cell.calls), fmt_int(cell.tokens),
+                "-" if aid else fmt_delta(gap(top or None, cell)),
+                fmt_delta(reader_loss(cell)) if name == CEILING else "-",
+            ])
+    return rows
+
+
+def render_side_by_side(systems: Mapping[str, SystemStats]) -> list[str]:
+    """The terminal's table of several systems, with what the columns mean."""
+    out = ["systems side by side (same answer and judge models; rows in the selected order, not ranked):"]
+    out += table(SIDE_BY_SIDE_HEADERS, side_by_side_rows(systems), align="llrrrrrrrrr")
+    if CEILING in systems:
+        out.append(f"{CEILING} is a {AID_MARK}: it answers from each question's own source messages, the ceiling a "
+                   "perfect retriever would give this reader; never a system to rank")
+        out.append("lost to retrieval = gold-evidence mean - system mean; lost to reader+judge = 1.0 - gold-evidence mean")
+    else:
+        out.append(f"add {CEILING} to --beam-system to see what retrieval loses")
+    out.append("calls and tokens: answering and judging these questions; ingest per system: "
+               + ", ".join(f"{n} {fmt_int(s.ingest_calls)} calls / {fmt_int(s.ingest_tokens)} tok"
+                           for n, s in systems.items()))
+    return out

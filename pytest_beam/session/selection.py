@@ -1,0 +1,79 @@
+"""Which memory systems a run compares (`--beam-system`), and how an item names its system.
+
+Each (system, question) pair is one item. Its id is `<system>-<question id>`
+(`bm25-conv17:information_extraction:0`), so `-k bm25` selects one system, except when the
+selection is the default `graphrag` alone: then the id stays the bare question id, so the
+snapshots, cassettes, known-bad lists and `-k` expressions written before systems could be
+compared keep working. A conftest adds its own systems by naming them in
+`pytest_beam_system_names` and building them in `pytest_beam_make_system` when
+`context.system_name` is one of its names; they then take part under those names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+ALL = "all"
+_PARAM_ID = re.compile(r"^(?:(?P<system>.+)-)?(?P<question>conv\d+:[a-z_]+:\d+)$")
+
+
+@dataclass(frozen=True)
+class SystemRun:
+    """The `beam_conversation` parameter: one system on one conversation (one instance, ingested once)."""
+
+    system: str
+    conversation_id: str
+
+    def __str__(self) -> str:
+        return f"{self.system}/conv{self.conversation_id}"
+
+
+def custom_names(config: pytest.Config) -> list[str]:
+    """Names that conftests and plugins declare through `pytest_beam_system_names`, in order."""
+    names: list[str] = []
+    for group in config.hook.pytest_beam_system_names():
+        for name in group or ():
+            if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+)*", name):
+                raise ValueError(f"pytest_beam_system_names gave {name!r}: a system name is letters, digits, "
+                                 f"'_', '.' and inner '-'")
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def select_systems(spec: str, custom: list[str]) -> list[str]:
+    """`--beam-system` as a list of names; `all` is every registered system, then the custom ones.
+
+    Raises `UnknownSystem` naming the known names (registered and declared) for a name that is neither.
+    """
+    from ..systems import UnknownSystem, parse_system_list, system_names
+
+    known = [*system_names(), *(c for c in custom if c not in system_names())]
+    expanded = spec
+    if ALL in (p.strip() for p in spec.split(",")):
+        expanded = ",".join(name for part in spec.split(",")
+                            for name in (known if part.strip() == ALL else [part]))
+    try:
+        return parse_system_list(expanded, extra=custom)
+    except UnknownSystem as exc:
+        raise UnknownSystem(f"--beam-system={spec!r}: {exc}; known names: {', '.join(known)} (or 'all')") from None
+
+
+def bare_ids(systems: list[str]) -> bool:
+    """The default selection alone keeps the historical bare question ids."""
+    from ..systems import DEFAULT_SYSTEM
+
+    return systems == [DEFAULT_SYSTEM]
+
+
+def param_id(system: str, question_id: str, bare: bool) -> str:
+    return question_id if bare else f"{system}-{question_id}"
+
+
+def split_param_id(param: str) -> tuple[str | None, str] | None:
+    """`bm25-conv17:x:0` -> ("bm25", "conv17:x:0"); a bare id gives (None, id); None if not a question."""
+    found = _PARAM_ID.match(param)
+    return (found.group("system"), found.group("question")) if found else None
