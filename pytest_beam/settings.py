@@ -108,6 +108,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float),
     Option("html", "Also write the HTML report beside the record.", False, _bool, is_bool=True),
     Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20).", None, _conversation_list),
+    Option("keep_markers", "Keep the BEAM generator's plan markers ('->-> 1,4' ending a turn) in the chat; by default they are stripped before any memory system sees it.", False, _bool, is_bool=True),
     Option("judge_runs", "Judge every rubric item this many times (each repeat its own cached call); the record keeps the mean and the agreement between repeats.", 1, int),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
 )
@@ -147,6 +148,7 @@ class Settings:
     neo4j_start_timeout: float
     html: bool
     conversations: str | None = None
+    keep_markers: bool = False
     judge_runs: int = 1
     label: str | None = None
 

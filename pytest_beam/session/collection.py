@@ -27,7 +27,8 @@ def load_questions(session: BeamSession) -> None:
     from ..data.sets import load_set
 
     try:
-        session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations)
+        session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations,
+                                     keep_markers=session.settings.keep_markers)
     except BeamDataError as exc:
         pytest.exit(f"pytest-beam: data source problem: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
