@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 _REJUDGE_FLAGS = (
     ("judge_model", "M", "the judge model (default: the record's judge)"),
     ("scorer", "P", "the scoring profile: default, upstream or omnimemeval (default: the record's)"),
-    ("judge_runs", "N", "judge every rubric item N times (default 1)"),
+    ("judge_runs", "N", "judge every rubric item and event-ordering alignment N times (default 1)"),
     ("base_url", "URL", "OpenAI-compatible endpoint (default: BEAM_BASE_URL)"),
     ("data", "DIR", "BEAM data directory (default: BEAM_DATA, else the one the run read)"),
     ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),

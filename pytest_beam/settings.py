@@ -92,8 +92,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("concurrency", "Most model requests in flight per endpoint.", 4, int),
     Option("timeout", "Seconds before one model request times out.", 120.0, float),
     Option("max_retries", "Retries of a model request on timeouts, 429 and 5xx.", 5, int),
-    Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full: set it).", None, _optional_int),
-    Option("max_tokens", "Spend cap: most tokens in the run (lite default 120000; full: set it).", None, _optional_int),
+    Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full and complete: set it).", None, _optional_int),
+    Option("max_tokens", "Spend cap: most tokens in the run (lite default 120000; full and complete: set it).", None, _optional_int),
     Option("dry_run", "Print the estimate of calls and tokens by phase, then exit without calling a model.", False, _bool, is_bool=True),
     Option("record_mode", "Cassette mode: off, none (replay only), once, new_episodes, all.", "off", choices=RECORD_MODES),
     Option("cassette", "Cassette file for --beam-record-mode.", None),
@@ -108,7 +108,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float),
     Option("html", "Also write the HTML report beside the record.", False, _bool, is_bool=True),
     Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20).", None, _conversation_list),
-    Option("judge_runs", "Judge every rubric item this many times (each repeat its own cached call); the record keeps the mean and the agreement between repeats.", 1, int),
+    Option("keep_markers", "Keep the BEAM generator's plan markers ('->-> 1,4' ending a turn) in the chat; by default they are stripped before any memory system sees it.", False, _bool, is_bool=True),
+    Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
     Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", "graphrag"),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
@@ -150,6 +151,7 @@ class Settings:
     neo4j_start_timeout: float
     html: bool
     conversations: str | None = None
+    keep_markers: bool = False
     judge_runs: int = 1
     label: str | None = None
     system: str = "graphrag"
@@ -248,7 +250,7 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
         raise SettingsError(f"--beam-record-mode={values['record_mode']} needs --beam-cassette FILE")
     if not 0.0 <= values["pass_score"] <= 1.0:
         raise SettingsError(f"--beam-pass-score={values['pass_score']}: must be between 0 and 1")
-    for name in ("chunk_tokens", "concurrency", "agent_steps", "context_tokens", "retrieval_k"):
+    for name in ("chunk_tokens", "concurrency", "agent_steps", "judge_runs", "context_tokens", "retrieval_k"):
         if values[name] < 1:
             raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be at least 1")
     if values["mode"] == "lite":

@@ -7,6 +7,7 @@ the judge; reference answers live in `ReferenceAnswers`, apart from every questi
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,8 +90,18 @@ class ProbingQuestion(_Frozen):
     def id(self) -> str:
         return f"conv{self.conversation_id}:{self.ability}:{self.index}"
 
+    @property
+    def system_id(self) -> str:
+        """The id a memory system sees: from the conversation and the question's text alone.
+
+        ``id`` names the ability (``conv17:event_ordering:0``), which the system under test must
+        not learn; this hash tells it nothing the question's own text does not.
+        """
+        digest = hashlib.sha256(f"{self.conversation_id}\n{self.question}".encode("utf-8")).hexdigest()
+        return f"conv{self.conversation_id}:q-{digest[:12]}"
+
     def for_system(self) -> SystemQuestion:
-        return SystemQuestion(id=self.id, conversation_id=self.conversation_id, question=self.question)
+        return SystemQuestion(id=self.system_id, conversation_id=self.conversation_id, question=self.question)
 
 
 class SystemQuestion(_Frozen):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import BeamDataError
+from .markers import strip_document
 from .records import Conversation, Document, ProbingQuestion, SystemQuestion
 from .sources import BeamCorpus, load_huggingface, load_local
 
@@ -81,8 +82,21 @@ class BenchmarkSet:
         return [q.for_system() for q in self.questions]
 
 
-def build_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...] | None = None) -> BenchmarkSet:
-    """The set of ``mode`` from a loaded corpus; ``conversations`` narrows full or complete."""
+def build_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...] | None = None,
+              keep_markers: bool = False) -> BenchmarkSet:
+    """The set of ``mode`` from a loaded corpus; ``conversations`` narrows full or complete.
+
+    The documents come without the generator's plan markers (``markers.py``) unless
+    ``keep_markers``; the lite pins are checked on the raw text, as BEAM published it.
+    """
+    bench = _build_raw_set(corpus, mode, conversations)
+    if keep_markers:
+        return bench
+    documents = {cid: tuple(strip_document(d) for d in docs) for cid, docs in bench.documents.items()}
+    return BenchmarkSet(bench.mode, bench.source, bench.questions, documents)
+
+
+def _build_raw_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...] | None) -> BenchmarkSet:
     if mode == "lite":
         if conversations is not None:
             raise BeamDataError("a conversation subset applies to the full or complete mode, not to lite")
@@ -150,13 +164,15 @@ def conversations_for(mode: Mode, conversations: tuple[str, ...] | None = None) 
     raise BeamDataError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
 
 
-def load_set(mode: Mode, data_dir: Path | None = None, conversations: str | tuple[str, ...] | None = None) -> BenchmarkSet:
+def load_set(mode: Mode, data_dir: Path | None = None, conversations: str | tuple[str, ...] | None = None,
+             keep_markers: bool = False) -> BenchmarkSet:
     """The selected set from the local directory if given, else from Hugging Face.
 
-    ``conversations`` is a subset for full or complete mode, as ``"1,4,17"`` or ``("1", "4", "17")``.
+    ``conversations`` is a subset for full or complete mode, as ``"1,4,17"`` or ``("1", "4", "17")``;
+    ``keep_markers`` keeps the generator's plan markers in the chat (default: stripped).
     """
     subset = parse_conversations(",".join(conversations) if isinstance(conversations, tuple) else conversations)
     known_bad = known_bad_rubrics()
     ids = conversations_for(mode, subset)
     corpus = load_local(data_dir, ids, known_bad) if data_dir is not None else load_huggingface(ids, known_bad)
-    return build_set(corpus, mode, subset)
+    return build_set(corpus, mode, subset, keep_markers)

@@ -41,11 +41,12 @@ def interval_of(questions: Sequence[QuestionRecord], *, seed: int = DEFAULT_SEED
 
 
 def judge_agreement(questions: Iterable[QuestionRecord]) -> float | None:
-    """Share of rubric items judged more than once whose repeats all gave the same score (None: no repeats)."""
-    repeated = [item for q in questions for item in q.items if len(item.repeats) > 1]
-    if not repeated:
-        return None
-    return sum(len(set(item.repeats)) == 1 for item in repeated) / len(repeated)
+    """Share of repeated judge decisions (rubric items, event-ordering lines) on which every repeat agreed (None: no repeats)."""
+    from ..scoring.repeats import agreement_units
+
+    units = [agreement_units(q.items, q.event_detail) for q in questions]
+    repeated = sum(n for _, n in units)
+    return sum(a for a, _ in units) / repeated if repeated else None
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:

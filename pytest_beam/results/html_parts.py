@@ -159,7 +159,7 @@ def abilities_table(record: RunRecord) -> str:
         notes.append(f"Intervals: {o.interval.level:.0%} cluster bootstrap over {o.interval.clusters} conversation(s), "
                      f"{o.interval.resamples:,} resamples, seed {o.interval.seed}.")
     if o.judge_agreement is not None:
-        notes.append(f"Judge agreement: {o.judge_agreement:.1%} of rubric items got the same score in every repeat.")
+        notes.append(f"Judge agreement: {o.judge_agreement:.1%} of rubric items (and event-ordering lines) got the same verdict in every repeat.")
     if o.context_tokens_mean is not None:
         notes.append(f"Context tokens per question: mean {o.context_tokens_mean:,.0f}, p95 {o.context_tokens_p95:,.0f}.")
     return table + "".join(f'<p class="sub" id="ability-note-{i}">{e(n)}</p>' for i, n in enumerate(notes))

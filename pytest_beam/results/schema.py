@@ -110,9 +110,11 @@ class QuestionRecord(_Model):
 
     @property
     def judge_agreement(self) -> float | None:
-        """With judge repeats: share of this question's repeated rubric items whose repeats all agreed."""
-        repeated = [item for item in self.items if len(item.repeats) > 1]
-        return sum(len(set(i.repeats)) == 1 for i in repeated) / len(repeated) if repeated else None
+        """With judge repeats: share of this question's repeated decisions (items, event lines) that all agreed."""
+        from ..scoring.repeats import agreement_units
+
+        agreed, repeated = agreement_units(self.items, self.event_detail)
+        return agreed / repeated if repeated else None
 
     @property
     def known_bad(self) -> bool:

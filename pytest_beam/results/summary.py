@@ -117,7 +117,7 @@ def render_summary(record: RunRecord) -> list[str]:
                        f"{o.interval.resamples:,} resamples, seed {o.interval.seed}")
         if o.judge_agreement is not None:
             runs = record.scoring.judge_runs if record.scoring else None
-            out.append(f"judge agreement: {o.judge_agreement:.1%} of rubric items got the same score in every repeat"
+            out.append(f"judge agreement: {o.judge_agreement:.1%} of rubric items (and event-ordering lines) got the same verdict in every repeat"
                        + (f" ({runs} judge runs)" if runs else ""))
         if o.context_tokens_mean is not None:
             out.append(f"context tokens per question: mean {o.context_tokens_mean:,.0f}, "

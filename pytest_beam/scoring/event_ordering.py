@@ -23,6 +23,11 @@ Deliberately NOT done, in either mode:
 * upstream's per-rubric-item judge calls for event_ordering (``llm_judge_score``): computed
   upstream but never reported, so they would cost calls and change no reported number.
 
+With ``--beam-judge-runs N`` the whole alignment is asked N times, each repeat its own (cached)
+yes/no calls; the question scores the mean of the repeats' scores, the detail shows the first
+repeat's alignment and keeps each repeat's score and matched events, and an answer line counts
+as agreed when every repeat matched it to the same event (``repeats.agreement_units``).
+
 Where upstream would report a NaN ``tau_norm`` (tau-b undefined, e.g. a one-line answer) both
 modes report 0 and flag the question ``tau_undefined``; a NaN would poison every mean it enters.
 
@@ -40,7 +45,7 @@ from .metrics import event_ordering_metrics
 from .prompts import binary_classifier_messages
 from .scores import EventOrderingDetail, LineMatch, QuestionScore, ScorerMode
 
-__all__ = ["answer_lines", "align_lines", "same_event", "score_event_ordering"]
+__all__ = ["answer_lines", "align_lines", "align_repeats", "same_event", "score_event_ordering"]
 
 
 def answer_lines(answer: str, mode: ScorerMode) -> list[str]:
@@ -52,20 +57,24 @@ def answer_lines(answer: str, mode: ScorerMode) -> list[str]:
     raise ValueError(f"unknown scorer mode {mode!r}")
 
 
-def same_event(judge: JudgeModel, event: str, line: str) -> tuple[bool, JudgeText]:
+def same_event(judge: JudgeModel, event: str, line: str, repeat: int = 0) -> tuple[bool, JudgeText]:
     """One yes/no question: does ``line`` describe the same event as ``event``? Returns (verdict, reply).
 
     A blank reply counts as "no" (as upstream: ``"" .lower()`` has no "yes"); a reply with no text
     at all too, flagged ``parse_error``. A reply cut off before any "yes" is asked again once with a
-    larger cap (one already saying "yes" is decided). Client errors propagate.
+    larger cap (one already saying "yes" is decided). Client errors propagate. ``repeat`` > 0 is
+    its own call, cached apart (judge runs).
     """
-    asked = ask_judge(judge, binary_classifier_messages(event, line), max_tokens=CLASSIFIER_MAX_TOKENS,
+    asked = ask_judge(judge, binary_classifier_messages(event, line), max_tokens=CLASSIFIER_MAX_TOKENS, repeat=repeat,
                       undecided=lambda text: "yes" not in text.lower())
     return "yes" in asked.text.lower(), asked
 
 
-def align_lines(reference: Sequence[str], lines: Sequence[str],
-                judge: JudgeModel) -> tuple[list[LineMatch], int, set[str]]:
+Alignment = tuple[list[LineMatch], int, set[str]]
+
+
+def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeModel,
+                repeat: int = 0) -> Alignment:
     """Match lines one-to-one to unused reference events, in order. Returns (matches, judge calls, flags)."""
     used: set[int] = set()
     matches: list[LineMatch] = []
@@ -77,7 +86,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str],
         for index, event in enumerate(reference):
             if index in used:
                 continue
-            verdict, asked = same_event(judge, event, line)
+            verdict, asked = same_event(judge, event, line, repeat)
             calls += asked.calls
             flags |= asked.flags
             replies.append(asked.text)
@@ -97,15 +106,39 @@ def align_lines(reference: Sequence[str], lines: Sequence[str],
     return matches, calls, flags
 
 
-def score_event_ordering(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode) -> QuestionScore:
-    """Score an event_ordering answer (see the module docstring for the two modes)."""
+def align_repeats(reference: Sequence[str], lines: Sequence[str], judge: JudgeModel,
+                  judge_runs: int = 1) -> list[Alignment]:
+    """The alignment asked ``judge_runs`` times (repeat 0 is the plain one); each repeat its own calls."""
+    if judge_runs < 1:
+        raise ValueError(f"judge runs {judge_runs} must be at least 1")
+    return [align_lines(reference, lines, judge, repeat) for repeat in range(judge_runs)]
+
+
+def repeat_record(scores: Sequence[float], alignments: Sequence[Alignment]) -> dict[str, list]:
+    """The detail's repeat fields: empty for one run, else each repeat's score and matched events."""
+    if len(alignments) < 2:
+        return {}
+    return {"repeats": list(scores),
+            "repeat_alignments": [[m.event_index for m in matches] for matches, _, _ in alignments]}
+
+
+def score_event_ordering(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode,
+                         judge_runs: int = 1) -> QuestionScore:
+    """Score an event_ordering answer (see the module docstring for the two modes and the repeats)."""
     reference = require_rubric(question)
     lines = answer_lines(answer, mode)
-    matches, calls, judge_flags = align_lines(reference, lines, judge)
+    alignments = align_repeats(reference, lines, judge, judge_runs)
+    every = [event_ordering_metrics(reference, [m.event if m.event is not None else m.line for m in matches])
+             for matches, _, _ in alignments]
+    scores = [m.tau_norm if mode == "upstream" else m.score for m in every]
+    matches, _, _ = alignments[0]
+    metrics = every[0]
     aligned = [m.event if m.event is not None else m.line for m in matches]
-    metrics = event_ordering_metrics(reference, aligned)
+    calls = sum(c for _, c, _ in alignments)
+    judge_flags: set[str] = set().union(*(f for _, _, f in alignments))
+    undefined = not all(m.tau_defined for m in every)
 
-    flags = sorted(judge_flags | (set() if metrics.tau_defined else {"tau_undefined"}))
+    flags = sorted(judge_flags | ({"tau_undefined"} if undefined else set()))
     detail = EventOrderingDetail(
         precision=metrics.precision,
         recall=metrics.recall,
@@ -117,16 +150,17 @@ def score_event_ordering(question: ProbingQuestion, answer: str, judge: JudgeMod
         alignment=matches,
         reference_order=reference,
         answer_order=aligned,
+        **repeat_record(scores, alignments),
     )
     return QuestionScore(
         question_id=question.id,
         ability=question.ability,
         mode=mode,
-        score=metrics.tau_norm if mode == "upstream" else metrics.score,
+        score=sum(scores) / len(scores),
         items=[],
         flags=flags,
         judge_calls=calls,
-        event_f1=metrics.f1,
-        event_tau_norm=metrics.tau_norm,
+        event_f1=sum(m.f1 for m in every) / len(every),
+        event_tau_norm=sum(m.tau_norm for m in every) / len(every),
         event_detail=detail,
     )

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..data.records import ProbingQuestion
-from .event_ordering import align_lines, answer_lines
+from .event_ordering import align_repeats, answer_lines, repeat_record
 from .judge import JudgeModel, ask_judge, fill_judge_prompt, parse_judge_json, require_rubric
 from .metrics import event_ordering_metrics, kendall_tau_b
 from .repeats import judge_repeatedly
@@ -137,19 +137,26 @@ def event_positions(matched_event_index: Sequence[int | None], events: int) -> l
     return positions
 
 
-def _score_events(question: ProbingQuestion, answer: str, judge: JudgeModel) -> QuestionScore:
+def _score_events(question: ProbingQuestion, answer: str, judge: JudgeModel, judge_runs: int = 1) -> QuestionScore:
     reference = require_rubric(question)
     lines = answer_lines(answer, "default")
-    matches, calls, judge_flags = align_lines(reference, lines, judge)
-    omni = omnimemeval_event_score(event_positions([m.event_index for m in matches], len(reference)))
+    alignments = align_repeats(reference, lines, judge, judge_runs)  # one per judge run, each its own calls
+    every = [omnimemeval_event_score(event_positions([m.event_index for m in matches], len(reference)))
+             for matches, _, _ in alignments]
+    matches, _, _ = alignments[0]
+    calls = sum(c for _, c, _ in alignments)
+    judge_flags: set[str] = set().union(*(f for _, _, f in alignments))
+    omni = every[0]
     beam = event_ordering_metrics(reference, [m.event if m.event is not None else m.line for m in matches])
     detail = EventOrderingDetail(
         precision=beam.precision, recall=beam.recall, event_f1=beam.f1, tau_b=omni.tau_b,
         event_tau_norm=omni.tau_norm, f1_times_tau_norm=beam.f1 * omni.tau_norm, answer_lines=lines,
         alignment=matches, reference_order=reference, answer_order=[str(x) for x in beam.answer_order],
+        **repeat_record([e.score for e in every], alignments),
     )
-    return QuestionScore(question_id=question.id, ability=question.ability, mode="omnimemeval", score=omni.score,
-                         items=[], flags=sorted(judge_flags), judge_calls=calls, event_f1=beam.f1, event_tau_norm=omni.tau_norm,
+    return QuestionScore(question_id=question.id, ability=question.ability, mode="omnimemeval",
+                         score=sum(e.score for e in every) / len(every), items=[], flags=sorted(judge_flags),
+                         judge_calls=calls, event_f1=beam.f1, event_tau_norm=sum(e.tau_norm for e in every) / len(every),
                          event_detail=detail)
 
 
@@ -157,6 +164,6 @@ def score_question_omnimemeval(question: ProbingQuestion, answer: str, judge: Ju
                                judge_runs: int = 1) -> QuestionScore:
     """Score one answer under the omnimemeval profile (see the module docstring)."""
     if question.ability == "event_ordering":
-        return _score_events(question, answer, judge)
+        return _score_events(question, answer, judge, judge_runs)
     require_rubric(question)
     return _score_items(question, answer, judge, judge_runs)

@@ -7,11 +7,12 @@ each repeat's score, so the record can say how often all repeats agreed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from .scores import ItemScore
 
-__all__ = ["judge_repeatedly"]
+__all__ = ["agreement_units", "judge_repeatedly"]
 
 
 def judge_repeatedly(score_once: Callable[[int], tuple[ItemScore, set[str], int]],
@@ -32,3 +33,20 @@ def judge_repeatedly(score_once: Callable[[int], tuple[ItemScore, set[str], int]
                                     "parsed": all(i.parsed for i, _, _ in done)})
     flags: set[str] = set().union(*(f for _, f, _ in done))
     return item, flags, sum(c for _, _, c in done)
+
+
+def agreement_units(items: Iterable[ItemScore], event_detail: Mapping[str, Any] | None = None) -> tuple[int, int]:
+    """(agreed, repeated) judge decisions of one question, for the agreement between repeats.
+
+    A rubric item judged more than once agrees when every repeat gave it the same score; an
+    event-ordering answer line (its alignment asked more than once) agrees when every repeat
+    matched it to the same rubric event.
+    """
+    repeated = [item.repeats for item in items if len(item.repeats) > 1]
+    agreed = sum(len(set(r)) == 1 for r in repeated)
+    runs = list((event_detail or {}).get("repeat_alignments") or [])
+    if len(runs) > 1:
+        lines = list(zip(*runs))
+        repeated += lines  # type: ignore[arg-type]
+        agreed += sum(len(set(line)) == 1 for line in lines)
+    return agreed, len(repeated)

@@ -19,8 +19,9 @@ def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mo
     event_ordering questions go to the event-ordering metric (yes/no alignment calls, no rubric
     judge calls); every other ability to the rubric judge (one call per rubric item). Every call is
     made with ``role="judge"``. ``judge_runs`` N > 1 judges every rubric item N times (each repeat
-    its own cached call) and scores the mean; event-ordering alignment runs once. Exceptions from the judge model propagate; a reply with no text
-    scores its item 0 and flags ``parse_error``.
+    its own cached call) and scores the mean; an event-ordering alignment is likewise asked N
+    times and scores the mean of its repeats. Exceptions from the judge model propagate; a reply
+    with no text scores its item 0 and flags ``parse_error``.
     """
     if mode not in SCORER_MODES:
         raise ValueError(f"unknown scorer mode {mode!r}; expected one of {SCORER_MODES}")
@@ -29,5 +30,5 @@ def score_question(question: ProbingQuestion, answer: str, judge: JudgeModel, mo
 
         return score_question_omnimemeval(question, answer, judge, judge_runs)
     if question.ability == "event_ordering":
-        return score_event_ordering(question, answer, judge, mode)
+        return score_event_ordering(question, answer, judge, mode, judge_runs)
     return score_rubric(question, answer, judge, mode, judge_runs)

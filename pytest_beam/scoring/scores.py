@@ -64,6 +64,13 @@ class EventOrderingDetail(_Record):
     alignment: list[LineMatch]
     reference_order: list[str] = Field(description="The rubric's events, in order")
     answer_order: list[str] = Field(description="The answer's lines after alignment (matched ones replaced by their event)")
+    repeats: list[float] = Field(
+        default_factory=list,
+        description="With --beam-judge-runs N > 1: each repeat's question score, in order (the score is their mean); "
+        "the fields above are the first repeat's")
+    repeat_alignments: list[list[int | None]] = Field(
+        default_factory=list,
+        description="With --beam-judge-runs N > 1: each repeat's matched rubric event index per answer line")
 
     @field_validator("tau_b", mode="before")
     @classmethod

@@ -33,7 +33,8 @@ def load_questions(session: BeamSession) -> None:
     except (UnknownSystem, ValueError) as exc:
         pytest.exit(f"pytest-beam: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     try:
-        session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations)
+        session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations,
+                                     keep_markers=session.settings.keep_markers)
     except BeamDataError as exc:
         pytest.exit(f"pytest-beam: data source problem: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 

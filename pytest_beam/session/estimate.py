@@ -4,7 +4,8 @@ Counted from what the run would send: each conversation's chunks (the real chunk
 documents), the real prompts (extraction, agent system prompt and tool schemas, BEAM's judge
 prompt), every selected question and its rubric. What cannot be known before the model speaks
 — how many agent steps it takes, how long it answers, how many entity pairs are ambiguous — is
-an assumption, named in ASSUMPTIONS and printed with the estimate.
+an assumption, named in ASSUMPTIONS and printed with the estimate. With ``--beam-judge-runs N``
+every judge call (rubric items and event-ordering alignment alike) is made N times.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class Estimate:
         if settings.max_tokens is not None and self.tokens > settings.max_tokens:
             problems.append(f"{self.tokens:,} tokens > cap {settings.max_tokens:,} (over by {self.tokens - settings.max_tokens:,}; "
                             f"raise it with --beam-max-tokens)")
-        if settings.mode == "full" and (settings.max_calls is None or settings.max_tokens is None):
-            problems.append(f"the full set has no default spend cap: set --beam-max-calls and --beam-max-tokens "
+        if settings.mode in ("full", "complete") and (settings.max_calls is None or settings.max_tokens is None):
+            problems.append(f"the {settings.mode} set has no default spend cap: set --beam-max-calls and --beam-max-tokens "
                             f"(the estimate is {self.calls:,} calls and {self.tokens:,} tokens)")
         return ("the estimate is over the spend cap: " + "; ".join(problems)) if problems else None
 
@@ -109,13 +110,14 @@ def estimate_run(bench_set: BenchmarkSet, questions: list[ProbingQuestion], sett
                                           resolution_calls * a["resolution_completion_tokens"])
     agent_base = _agent_prompt_tokens()
     steps = min(a["agent_steps"], settings.agent_steps)
+    runs = settings.judge_runs  # every judge call, rubric item or alignment, is repeated per run
     for q in questions:
         estimate.questions += 1
         question_tokens = _tokens(q.question)
         for step in range(steps):
             estimate.phases["agent"].add(1, agent_base + question_tokens + step * a["tool_result_tokens"],
                                          a["agent_completion_tokens"])
-        add_judge(estimate.phases["judge"], q)
+        add_judge(estimate.phases["judge"], q, runs)
     return estimate
 
 
@@ -126,8 +128,9 @@ def _judge_bases() -> tuple[int, int]:
     return _tokens(JUDGE_PROMPT), _tokens(BINARY_CLASSIFIER_SYSTEM) + 30
 
 
-def add_judge(phase: PhaseEstimate, q: ProbingQuestion) -> None:
-    """The judge's calls for one question: the same whichever system answered it."""
+def add_judge(phase: PhaseEstimate, q: ProbingQuestion, runs: int = 1) -> None:
+    """The judge's calls for one question: the same whichever system answered it; every call,
+    rubric item or event-ordering alignment, is repeated per judge run."""
     a = ASSUMPTIONS
     judge_base, classifier_base = _judge_bases()
     question_tokens = _tokens(q.question)
@@ -135,17 +138,18 @@ def add_judge(phase: PhaseEstimate, q: ProbingQuestion) -> None:
         events = len(q.rubric)
         calls = events * (events + 1) // 2  # each answer line against the unused events, on average
         rubric_tokens = sum(_tokens(r) for r in q.rubric) // max(events, 1)
-        phase.add(calls, calls * (classifier_base + rubric_tokens + 25), calls * 2)
+        phase.add(runs * calls, runs * calls * (classifier_base + rubric_tokens + 25), runs * calls * 2)
     else:
         for item in q.rubric:
-            phase.add(1, judge_base + question_tokens + _tokens(item) + a["answer_tokens"],
-                      a["judge_completion_tokens"])
+            phase.add(runs, runs * (judge_base + question_tokens + _tokens(item) + a["answer_tokens"]),
+                      runs * a["judge_completion_tokens"])
 
 
 def format_estimate(estimate: Estimate, settings: Settings) -> str:
     rows = [f"pytest-beam dry run (the built-in Agentic GraphRAG): {settings.mode} set, {estimate.questions} questions, "
             f"{sum(estimate.chunks.values())} chunks of ~{settings.chunk_tokens} tokens "
-            f"({', '.join(f'conv{c}: {n}' for c, n in estimate.chunks.items())})",
+            f"({', '.join(f'conv{c}: {n}' for c, n in estimate.chunks.items())})"
+            + (f"; judge calls x {settings.judge_runs} judge runs" if settings.judge_runs > 1 else ""),
             f"{'phase':<12}{'calls':>10}{'prompt tok':>14}{'completion tok':>16}{'total tok':>14}"]
     for name, p in estimate.phases.items():
         rows.append(f"{name:<12}{p.calls:>10,}{p.prompt_tokens:>14,}{p.completion_tokens:>16,}{p.tokens:>14,}")

@@ -63,7 +63,7 @@ def estimate_baseline(system: str, bench_set: BenchmarkSet, questions: list[Prob
                 base = fit_to_budget([], q.question, budget).context_tokens
                 context = min(budget, base + round(min(k, len(messages)) * mean_tokens))
             estimate.phases["agent"].add(1, context, ASSUMPTIONS["answer_tokens"])
-            add_judge(estimate.phases["judge"], q)
+            add_judge(estimate.phases["judge"], q, settings.judge_runs)
     return estimate
 
 

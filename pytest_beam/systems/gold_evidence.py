@@ -26,8 +26,8 @@ FLAG_MEASUREMENT_AID = "measurement_aid"
 
 
 def gold_evidence_lookup(questions: Iterable[ProbingQuestion]) -> Callable[[str], tuple[int, ...]]:
-    """For the harness: question id -> source message ids, from the set's probing questions."""
-    sources = {q.id: tuple(q.source_message_ids) for q in questions}
+    """For the harness: the id a system sees (``SystemQuestion.id``) -> source message ids."""
+    sources = {q.system_id: tuple(q.source_message_ids) for q in questions}
 
     def lookup(question_id: str) -> tuple[int, ...]:
         if question_id not in sources:

@@ -40,7 +40,10 @@ class CountingSystem(MemorySystem):
         return IngestReport(cache_hit=False, chunks=len(documents))
 
     def answer(self, question):
-        if question.id == "conv1:abstention:1":  # kill this conversation's JVM, as a crash would
+        self.asked = getattr(self, "asked", 0) + 1
+        # the system never sees the ability: conv1's second question (abstention:1 in collection
+        # order) is the one at which this conversation's JVM dies, as a crash would kill it
+        if self.context.conversation_id == "1" and self.asked == 2:
             service = get_session(CONFIG[0]).runtime.services["1"]
             os.kill(service.pid, signal.SIGKILL)
             service.process.wait(timeout=30)

@@ -103,7 +103,7 @@ def test_judge_agreement_is_the_share_of_items_whose_repeats_all_agree():
     assert judge_agreement(run_record().questions) is None  # one judge run: nothing to agree
     r = RunRecord(run_id="r", questions=qs, scoring=scoring_stamp("default", judge_runs=3))
     assert r.overall.judge_agreement == pytest.approx(2 / 3)
-    assert "judge agreement: 66.7% of rubric items got the same score in every repeat (3 judge runs)" in \
+    assert "judge agreement: 66.7% of rubric items (and event-ordering lines) got the same verdict in every repeat (3 judge runs)" in \
         "\n".join(render_summary(r))
 
 

@@ -64,6 +64,8 @@ def test_only_a_measurement_aid_and_only_with_the_lookup(make_context):
 
 def test_lookup_refuses_an_unknown_question(conv17):
     lookup = gold_evidence_lookup(conv17.questions)
-    assert lookup("conv17:knowledge_update:0") == (122, 134)
+    assert lookup(conv17.question("knowledge_update", 0).system_id) == (122, 134)
+    with pytest.raises(KeyError, match="conv17:knowledge_update:0"):
+        lookup("conv17:knowledge_update:0")  # the ability-naming id is never what a system sees
     with pytest.raises(KeyError, match="conv17:nope:0"):
         lookup("conv17:nope:0")

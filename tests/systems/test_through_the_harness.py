@@ -62,6 +62,9 @@ def test_a_baseline_answers_the_lite_set_through_the_harness(name, tmp_path, bea
         shown = [int(m.group(1)) for m in HEADER.finditer(request.messages[0]["content"])]
         sent[request.messages[1]["content"]] = shown
     assert len(answering) == 2
+    # the lite slices' user turns end in plan markers ("->-> 3,1"); the system saw the chat without them
+    assert all("->->" not in json.dumps(r.body) for r in server.chat_requests)
+    assert record["settings"]["keep_markers"] is False
     for q in by_id.values():
         assert q["retrieved_message_ids"] == sorted(sent[q["question"]])
         assert q["evidence_recall"] == 1.0 and q["score"] == 1.0  # the slices hold exactly the sources
