@@ -186,6 +186,11 @@ class Settings:
 
 
 PATH_OPTIONS = ("data", "cassette", "cache", "results")
+EMPTY_MEANS_UNSET = ("data",)  # an empty flag or variable says "none", above an ini file's value
+
+
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and not value.strip()
 
 
 def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
@@ -206,7 +211,11 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
         raw, origin = None, None
         flag_value = get_flag(option.name) if option.flag else None
         kind = "default"
-        if flag_value is not None and flag_value is not False:
+        if option.name in EMPTY_MEANS_UNSET and _blank(flag_value):
+            raw, kind = None, "flag"  # `--beam-data=`: unset, not the rootdir
+        elif option.name in EMPTY_MEANS_UNSET and flag_value is None and any(_blank(environ.get(e)) for e in option.env_names):
+            raw, kind = None, "env"  # `BEAM_DATA=`: unset, whatever the ini file says
+        elif flag_value is not None and flag_value is not False:
             raw, origin, kind = flag_value, option.flag_name, "flag"
         else:
             for env_name in option.env_names:

@@ -118,6 +118,17 @@ def test_settings_accept_complete_and_a_subset_by_flag_env_and_ini():
     assert _resolve({"scorer": "omnimemeval"}).scorer == "omnimemeval"
 
 
+def test_an_empty_data_flag_or_variable_means_unset(tmp_path):
+    """`--beam-data=` or `BEAM_DATA=` leaves the data unset (Hugging Face), whatever the ini says;
+    it used to be taken for the rootdir (flag) or ignored for the ini's path (variable)."""
+    ini = {"data": str(tmp_path)}
+    assert _resolve(ini=ini).data == tmp_path
+    assert _resolve({"data": ""}, ini=ini).data is None
+    assert _resolve(environ={"BEAM_DATA": ""}, ini=ini).data is None
+    assert _resolve(environ={"BEAM_DATA": "  "}, ini=ini).data is None
+    assert _resolve({"data": str(tmp_path)}, environ={"BEAM_DATA": ""}).data == tmp_path
+
+
 def test_settings_reject_a_bad_subset_naming_the_flag():
     with pytest.raises(SettingsError, match=r"--beam-conversations='99'.*does not exist"):
         _resolve({"conversations": "99"})
