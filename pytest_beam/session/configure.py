@@ -2,6 +2,10 @@
 
 Installing the plugin must not add tests to other projects: the suite is on with a beam flag on
 the command line, or with `beam_mode` in the ini file / BEAM_MODE and no explicit test paths.
+A benchmark run with no test paths collects the questions only: `testpaths` and the current
+folder are left out, so a project's own tests never mix into a benchmark's record or XML (this
+repo's ini has both `testpaths` and `beam_mode`). With paths, the questions join them only when
+a suite flag asks (`--beam`, `--beam-mode`, `--beam-data`).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ def open_session(config: pytest.Config) -> BeamSession | None:
         get_ini=get_ini, rootdir=root, invocation_dir=config.invocation_params.dir, ini_dir=ini_dir)
     if not suite_wanted(config, get_ini):
         return None
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = []  # no paths given: the benchmark alone, not testpaths or the folder
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         if workerinput.get("beam_loadgroup"):
