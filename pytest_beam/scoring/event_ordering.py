@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..data.records import ProbingQuestion
-from .judge import CLASSIFIER_MAX_TOKENS, JudgeModel, JudgeText, ask_judge, require_rubric
+from .judge import CLASSIFIER_FORMAT, CLASSIFIER_MAX_TOKENS, JudgeModel, JudgeText, ask_judge, require_rubric
 from .metrics import event_ordering_metrics
 from .prompts import binary_classifier_messages
 from .scores import EventOrderingDetail, LineMatch, QuestionScore, ScorerMode
@@ -60,7 +60,7 @@ def same_event(judge: JudgeModel, event: str, line: str) -> tuple[bool, JudgeTex
     larger cap (one already saying "yes" is decided). Client errors propagate.
     """
     asked = ask_judge(judge, binary_classifier_messages(event, line), max_tokens=CLASSIFIER_MAX_TOKENS,
-                      undecided=lambda text: "yes" not in text.lower())
+                      undecided=lambda text: "yes" not in text.lower(), response_format=CLASSIFIER_FORMAT)
     return "yes" in asked.text.lower(), asked
 
 
@@ -73,6 +73,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str],
     flags: set[str] = set()
     for line in lines:
         replies: list[str] = []
+        formats: list[str] = []
         matched: int | None = None
         for index, event in enumerate(reference):
             if index in used:
@@ -81,6 +82,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str],
             calls += asked.calls
             flags |= asked.flags
             replies.append(asked.text)
+            formats.append(asked.reply_format)
             if verdict:
                 matched = index
                 break
@@ -92,6 +94,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str],
                 event=reference[matched] if matched is not None else None,
                 event_index=matched,
                 replies=replies,
+                reply_formats=formats,
             )
         )
     return matches, calls, flags

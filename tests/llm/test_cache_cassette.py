@@ -189,3 +189,47 @@ def test_a_broken_200_body_is_an_error_and_not_stored(model_server, make_client,
         with pytest.raises(ModelEndpointError, match="response"):
             client.chat(role="agent", messages=MSGS)
     assert len(client.cache) == 0 and len(Cassette(tmp_path / "c.jsonl", "none")) == 0
+
+
+VERDICT_FORMAT = {"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}}
+
+
+def test_a_response_format_refused_is_asked_plain_once_and_remembered(model_server_factory, make_client, tmp_path):
+    """Issue 16 point 2: the judge's response_format is a wish; a 400 falls back to plain text and
+    the client remembers it; cache and cassette key the plain request as its own."""
+    server = model_server_factory(supports_json_schema=False, default_reply='{"score": 1}')
+    cassette = tmp_path / "c.jsonl"
+    client = make_client(server, cache=ResponseCache(tmp_path / "cache"), cassette=Cassette(cassette, "all"))
+    first = client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert first.text == '{"score": 1}' and first.response_format is None
+    assert [r.body.get("response_format", {}).get("type") for r in server.chat_requests] == ["json_schema", None]
+    second = client.chat(role="judge", messages=MSGS + [{"role": "user", "content": "again"}], response_format=VERDICT_FORMAT)
+    assert second.response_format is None and "response_format" not in server.last_request.body
+    assert server.request_count == 3  # the second call went plain at once
+    # a fresh replaying client, not knowing the endpoint refused it, replays the plain recording
+    replay = make_client(None, cassette=Cassette(cassette, "none"))
+    again = replay.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert again.text == '{"score": 1}' and again.replayed and again.response_format is None
+
+
+def test_a_supported_response_format_is_sent_and_said(model_server, make_client, tmp_path):
+    cassette = tmp_path / "c.jsonl"
+    client = make_client(model_server, cassette=Cassette(cassette, "all"))
+    model_server.script(Reply.say('{"score": 0.5}'))
+    got = client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert got.response_format == "json_schema"
+    assert model_server.last_request.body["response_format"] == VERDICT_FORMAT
+    replay = make_client(None, cassette=Cassette(cassette, "none"))
+    again = replay.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert again.replayed and again.response_format == "json_schema" and again.text == '{"score": 0.5}'
+    with pytest.raises(CassetteMiss):  # a format wish does not hide a plain request that was never recorded
+        replay.chat(role="judge", messages=[{"role": "user", "content": "other"}], response_format=VERDICT_FORMAT)
+
+
+def test_a_400_for_another_reason_is_still_an_error(model_server, make_client):
+    model_server.script(Reply.fail(400, "context too long"), Reply.fail(400, "context too long"))
+    client = make_client(model_server)
+    with pytest.raises(ModelEndpointError, match="context too long"):
+        client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    model_server.script(Reply.say("ok"))
+    assert client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT).response_format == "json_schema"
