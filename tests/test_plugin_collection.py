@@ -251,3 +251,25 @@ def test_no_paths_means_the_benchmark_only_and_paths_need_beam(pytester, data_fl
     assert len(ids) == 2 and "tests/test_mine.py::test_mine" in result.stdout.str()
     result, ids = collect(pytester, "tests")
     assert ids == [] and "tests/test_mine.py::test_mine" in result.stdout.str()
+
+
+def test_replay_takes_the_cassettes_settings_unless_a_flag_gives_one(pytester, data_flag, monkeypatch):
+    """Issue 16 point 5: `--beam-record-mode=none --beam-cassette F` needs no other flag to match."""
+    recorded = {"model": "smollm2-135m-instruct", "tool_mode": "json", "agent_steps": 4, "pass_score": 0.0,
+                "scorer": "upstream", "judge_runs": 2}
+    (pytester.path / "rec.jsonl").write_text(json.dumps({"cassette": "pytest-beam", "version": 2, "settings": recorded}) + "\n")
+    pytester.makeconftest("""
+import json
+from pytest_beam.session import get_session
+def pytest_collection_finish(session):
+    s = get_session(session.config).settings
+    open('settings.json', 'w').write(json.dumps({k: getattr(s, k) for k in
+        ('model', 'tool_mode', 'agent_steps', 'pass_score', 'scorer', 'judge_runs', 'model_configured')}))
+""")
+    monkeypatch.setenv("BEAM_MODEL", "a-live-model")  # the environment of live runs does not spoil a replay
+    for extra, steps in (([], 4), (["--beam-agent-steps=7"], 7)):
+        result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "-m", "lite", data_flag,
+                                    "--beam-record-mode=none", "--beam-cassette", "rec.jsonl", *extra)
+        assert result.ret == 0, result.outlines
+        got = json.loads((pytester.path / "settings.json").read_text())
+        assert got == {**recorded, "agent_steps": steps, "model_configured": True}
