@@ -19,11 +19,9 @@ pytestmark = [
     pytest.mark.skipif(_REASON is not None, reason=f"embedded model not installed: {_REASON}"),
 ]
 
-ANSWERS = {
-    "conv17:information_extraction:0": ("Your kids have their afterschool activities on Tuesdays and Thursdays.",
-                                         "You never told me about afterschool activities."),
-    "conv17:multi_session_reasoning:0": None,  # the right answer is built from its rubric below
-}
+QUESTION = "conv17:information_extraction:0"  # its rubric: "on Tuesdays and Thursdays"
+ANSWERS = {"right": "Your kids have their afterschool activities on Tuesdays and Thursdays.",
+           "wrong": "You never told me about afterschool activities."}
 
 
 @pytest.fixture(scope="module")
@@ -39,29 +37,28 @@ def judge():
 
 
 def test_the_embedded_judge_gives_parseable_verdicts_on_lite_items(judge, beam_data_dir):
+    """A right and a wrong answer to a lite question, and one event-alignment call: few calls, as
+    a loaded 2-core machine makes each take a minute or more."""
     from pytest_beam.data.records import ProbingQuestion
     from pytest_beam.data.sets import load_set
     from pytest_beam.scoring import score_question
 
-    scored = []
-    for question in load_set("lite", beam_data_dir).questions:
-        right, wrong = ANSWERS[question.id] or (" ".join(r.removeprefix("LLM response should state: ").rstrip(".") + "."
-                                                         for r in question.rubric), "I do not know.")
-        for kind, answer in (("right", right), ("wrong", wrong)):
-            score = score_question(question, answer, judge, mode="default")
-            scored.append((question.id, kind, score))
-            print(f"\n{question.id} {kind}: score {score.score} items "
-                  f"{[(i.judge_score, i.reply_format, i.parsed) for i in score.items]} flags {score.flags}")
+    question = next(q for q in load_set("lite", beam_data_dir).questions if q.id == QUESTION)
+    scored = {}
+    for kind, answer in ANSWERS.items():
+        scored[kind] = score = score_question(question, answer, judge, mode="default")
+        print(f"\n{question.id} {kind}: score {score.score} items "
+              f"{[(i.judge_score, i.reply_format, i.parsed) for i in score.items]} flags {score.flags}", flush=True)
     events = ProbingQuestion(conversation_id="17", ability="event_ordering", index=0, question="In what order?",
-                             rubric=("I enrolled the kids in soccer", "I bought them new cleats"), source_message_ids=())
-    ordered = score_question(events, "1. I signed the kids up for soccer\n2. I got them new cleats", judge, mode="default")
-    print(f"\nevent alignment: {[(m.event_index, m.replies, m.reply_formats) for m in ordered.event_detail.alignment]} "
-          f"score {ordered.score}")
+                             rubric=("I enrolled the kids in soccer",), source_message_ids=())
+    ordered = score_question(events, "I signed the kids up for soccer", judge, mode="default")
+    alignment = ordered.event_detail.alignment
+    print(f"\nevent alignment: {[(m.event_index, m.replies, m.reply_formats) for m in alignment]}", flush=True)
 
-    items = [i for _, _, s in scored for i in s.items]
-    assert len(items) == 6
+    items = [i for score in scored.values() for i in score.items]
+    assert len(items) == 2
     assert all(i.parsed and i.reply_format == "json_schema" for i in items), [i.reply for i in items]
-    assert not any("parse_error" in s.flags for _, _, s in scored + [("", "", ordered)])
-    assert all(f == "json_schema" for m in ordered.event_detail.alignment for f in m.reply_formats)
-    replies = [r for m in ordered.event_detail.alignment for r in m.replies]
-    assert replies and all(r.replace(" ", "") in ('{"answer":"YES"}', '{"answer":"NO"}') for r in replies), replies
+    assert not any("parse_error" in s.flags for s in [*scored.values(), ordered])
+    replies = [r for m in alignment for r in m.replies]
+    assert [f for m in alignment for f in m.reply_formats] == ["json_schema"]
+    assert all(r.replace(" ", "") in ('{"answer":"YES"}', '{"answer":"NO"}') for r in replies), replies
