@@ -68,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def beam_data_dir() -> Path:
-    path = Path(os.environ.get("BEAM_DATA", REPO.parent / "shared" / "beam")).resolve()
+    path = Path(os.environ.get("BEAM_DATA", "").strip() or REPO.parent / "shared" / "beam").resolve()  # empty: unset
     if not (path / "chats" / "100K").is_dir():
         pytest.fail(f"BEAM data not found at {path}: set BEAM_DATA to a copy in the upstream layout")
     return path

@@ -194,12 +194,31 @@ class Settings:
 
 
 PATH_OPTIONS = ("data", "cassette", "cache", "results")
+# Settings that shape a run's model requests or its scores: written into a cassette's header when
+# recording, and taken from it when replaying unless a flag on the command line says otherwise.
+RECORDED_SETTINGS = ("model", "extraction_model", "resolution_model", "judge_model", "embeddings",
+                     "chunk_tokens", "max_llm_pairs", "agent_steps", "tool_mode", "scorer", "judge_runs",
+                     "pass_score")
+
+
+def recorded_settings(settings: "Settings") -> dict[str, Any]:
+    """The cassette header's settings of a run (JSON-able)."""
+    return {name: getattr(settings, name) for name in RECORDED_SETTINGS}
+EMPTY_MEANS_UNSET = ("data",)  # an empty flag or variable says "none", above an ini file's value
+
+
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and not value.strip()
 
 
 def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
             environ: Mapping[str, str] | None = None, rootdir: Path | None = None,
-            invocation_dir: Path | None = None, ini_dir: Path | None = None) -> Settings:
+            invocation_dir: Path | None = None, ini_dir: Path | None = None,
+            recorded: Mapping[str, Any] | None = None) -> Settings:
     """Build Settings; `get_flag(name)` and `get_ini(name)` return None when unset.
+
+    `recorded`: a replayed cassette's settings (its header); each one is used unless a flag
+    gives that setting (above the environment and the ini file, which were not made for it).
 
     A relative path resolves where it was written (pytest's convention): a flag's or an
     environment variable's against `invocation_dir`, an ini key's against `ini_dir` (the ini
@@ -214,7 +233,11 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
         raw, origin = None, None
         flag_value = get_flag(option.name) if option.flag else None
         kind = "default"
-        if flag_value is not None and flag_value is not False:
+        if option.name in EMPTY_MEANS_UNSET and _blank(flag_value):
+            raw, kind = None, "flag"  # `--beam-data=`: unset, not the rootdir
+        elif option.name in EMPTY_MEANS_UNSET and flag_value is None and any(_blank(environ.get(e)) for e in option.env_names):
+            raw, kind = None, "env"  # `BEAM_DATA=`: unset, whatever the ini file says
+        elif flag_value is not None and flag_value is not False:
             raw, origin, kind = flag_value, option.flag_name, "flag"
         else:
             for env_name in option.env_names:
@@ -225,6 +248,8 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
                 ini_value = None if option.env_only else get_ini(option.name)
                 if ini_value not in (None, ""):
                     raw, origin, kind = ini_value, option.ini_name, "ini"
+        if recorded is not None and option.name in recorded and kind != "flag":
+            raw, origin, kind = recorded[option.name], f"the cassette's {option.flag_name}", "default"
         base_of[option.name] = bases[kind]
         if raw is None:
             values[option.name] = option.default

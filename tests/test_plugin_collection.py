@@ -211,3 +211,65 @@ def test_beam_data_in_both_spellings_keeps_the_projects_ini(pytester, beam_data_
     flags = [f"--beam-data={data}"] if spelling == "joined" else ["--beam-data", data]
     _, ids = collect(pytester, *flags)
     assert len(ids) == 100
+
+
+def repo_collect(repo_root, beam_data_dir, *args):
+    env = {**os.environ, "BEAM_DATA": str(beam_data_dir), "PYTEST_ADDOPTS": ""}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:randomly", *args],
+                          cwd=repo_root, capture_output=True, text=True, timeout=300, env=env)
+    items = [line for line in proc.stdout.splitlines() if "::" in line]
+    return proc, items
+
+
+def test_the_benchmark_in_this_repo_collects_only_the_benchmark(repo_root, beam_data_dir):
+    """Issue 16 point 6: the ini has both testpaths and beam_mode; the benchmark run (no paths)
+    leaves testpaths out, so a benchmark XML holds the questions only."""
+    proc, items = repo_collect(repo_root, beam_data_dir, "--beam-mode=full")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert len(items) == 100 and all(i.startswith("beam::") for i in items), items[:5]
+    proc, items = repo_collect(repo_root, beam_data_dir, "-m", "lite")
+    assert items == ["beam::test_question[conv17:information_extraction:0]",
+                     "beam::test_question[conv17:multi_session_reasoning:0]"]
+
+
+def test_the_projects_tests_collect_without_the_benchmark(repo_root, beam_data_dir):
+    proc, items = repo_collect(repo_root, beam_data_dir, "tests")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert len(items) > 200 and not [i for i in items if i.startswith("beam::")]
+    assert all(i.startswith("tests/") for i in items)
+
+
+def test_no_paths_means_the_benchmark_only_and_paths_need_beam(pytester, data_flag):
+    """The rule in the README: with no test paths a benchmark run collects the questions only
+    (not testpaths, not the folder); with paths, the questions join only with --beam."""
+    pytester.makeini("[pytest]\nbeam_mode = lite\ntestpaths = tests\n")
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_mine.py").write_text("def test_mine(): pass\n")
+    result, ids = collect(pytester, data_flag)
+    assert len(ids) == 2 and "test_mine" not in result.stdout.str()
+    result, ids = collect(pytester, "tests", "--beam", data_flag)
+    assert len(ids) == 2 and "tests/test_mine.py::test_mine" in result.stdout.str()
+    result, ids = collect(pytester, "tests")
+    assert ids == [] and "tests/test_mine.py::test_mine" in result.stdout.str()
+
+
+def test_replay_takes_the_cassettes_settings_unless_a_flag_gives_one(pytester, data_flag, monkeypatch):
+    """Issue 16 point 5: `--beam-record-mode=none --beam-cassette F` needs no other flag to match."""
+    recorded = {"model": "smollm2-135m-instruct", "tool_mode": "json", "agent_steps": 4, "pass_score": 0.0,
+                "scorer": "upstream", "judge_runs": 2}
+    (pytester.path / "rec.jsonl").write_text(json.dumps({"cassette": "pytest-beam", "version": 2, "settings": recorded}) + "\n")
+    pytester.makeconftest("""
+import json
+from pytest_beam.session import get_session
+def pytest_collection_finish(session):
+    s = get_session(session.config).settings
+    open('settings.json', 'w').write(json.dumps({k: getattr(s, k) for k in
+        ('model', 'tool_mode', 'agent_steps', 'pass_score', 'scorer', 'judge_runs', 'model_configured')}))
+""")
+    monkeypatch.setenv("BEAM_MODEL", "a-live-model")  # the environment of live runs does not spoil a replay
+    for extra, steps in (([], 4), (["--beam-agent-steps=7"], 7)):
+        result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "-m", "lite", data_flag,
+                                    "--beam-record-mode=none", "--beam-cassette", "rec.jsonl", *extra)
+        assert result.ret == 0, result.outlines
+        got = json.loads((pytester.path / "settings.json").read_text())
+        assert got == {**recorded, "agent_steps": steps, "model_configured": True}

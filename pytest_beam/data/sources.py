@@ -161,8 +161,10 @@ def load_local(root: Path, conversation_ids: Iterable[str], known_bad: dict[str,
     root = Path(root)
     if not root.is_dir():
         raise BeamDataError(
-            f"BEAM data directory {root} does not exist. Pass --beam-data with a directory in the "
-            "upstream layout (chats/100K/<n>/...), or unset it to use the Hugging Face source."
+            f"BEAM data directory {root} does not exist. Give a directory in the upstream layout "
+            "(chats/100K/<n>/...) with --beam-data DIR, BEAM_DATA=DIR or the ini key beam_data; or "
+            "leave it unset (an empty --beam-data= or BEAM_DATA= also means unset) to use the Hugging "
+            "Face source."
         )
     raws = []
     for cid in conversation_ids:
@@ -189,24 +191,62 @@ def load_local(root: Path, conversation_ids: Iterable[str], known_bad: dict[str,
 
 # ---------------------------------------------------------------- Hugging Face parquet
 
+def unreachable(url: str, timeout: float = 2.0) -> str | None:
+    """Why `url`'s host cannot be reached (name lookup or TCP connect within `timeout`), else None.
+
+    huggingface_hub retries a refused connection or a failed name lookup five times (25 to 32 s)
+    before its error; one short probe first makes an offline run fail at once.
+    """
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    problem: list[str] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except OSError as exc:
+            problem.append(f"{type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=probe, daemon=True)  # getaddrinfo has no timeout of its own
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        return f"no answer from {host}:{port} within {timeout:g} s"
+    return problem[0] if problem else None
+
+
+def _not_cached(why: str) -> BeamDataError:
+    return BeamDataError(
+        f"Could not get {pins.HF_REPO_ID}/{pins.HF_FILENAME}@{pins.HF_REVISION[:12]} from Hugging "
+        f"Face and it is not cached ({why}). With no network, pass --beam-data DIR (a copy in the "
+        "upstream layout, e.g. ../shared/beam), or set BEAM_DATA=DIR.")
+
+
 def download_parquet(cache_dir: Path | None = None) -> Path:
     """Fetch the pinned parquet through huggingface_hub (its cache makes later runs offline)."""
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import constants, hf_hub_download
         from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise BeamDataError("huggingface_hub is not installed; pip install pytest-beam") from exc
+    fetch = dict(repo_id=pins.HF_REPO_ID, repo_type="dataset", filename=pins.HF_FILENAME,
+                 revision=pins.HF_REVISION, cache_dir=cache_dir)
+    try:  # a cached copy needs no network at all
+        return Path(hf_hub_download(**fetch, local_files_only=True))
+    except (LocalEntryNotFoundError, OSError):
+        pass
+    problem = unreachable(constants.ENDPOINT)
+    if problem is not None:
+        raise _not_cached(f"cannot reach {constants.ENDPOINT}: {problem}")
     try:
-        return Path(hf_hub_download(
-            repo_id=pins.HF_REPO_ID, repo_type="dataset", filename=pins.HF_FILENAME,
-            revision=pins.HF_REVISION, cache_dir=cache_dir,
-        ))
+        return Path(hf_hub_download(**fetch))
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        raise BeamDataError(
-            f"Could not get {pins.HF_REPO_ID}/{pins.HF_FILENAME}@{pins.HF_REVISION[:12]} from Hugging "
-            f"Face and it is not cached ({type(exc).__name__}: {exc}). With no network, pass "
-            "--beam-data DIR (a copy in the upstream layout, e.g. ../shared/beam)."
-        ) from exc
+        raise _not_cached(f"{type(exc).__name__}: {exc}") from exc
 
 
 def load_parquet(path: Path, conversation_ids: Iterable[str], known_bad: dict[str, str],

@@ -1,7 +1,11 @@
 """Record/replay cassettes, in the manner of pytest-recording.
 
-File format: JSON Lines. The first line is a header ``{"cassette": "pytest-beam", "version":
-1}``; every other line is one recorded response::
+File format: JSON Lines. The first line is a header ``{"cassette": "pytest-beam", "version": 2,
+"settings": {...}}``: the run's settings that shape its requests or its scores (models per role,
+tool mode, agent steps, pass score, scorer, judge runs, ...; ``settings.RECORDED_SETTINGS``), so a
+replay takes them from the file instead of needing the same flags, and a miss can say which
+setting differs. A version 1 header (no settings) still loads. Every other line is one recorded
+response::
 
     {"fp": "<sha256 of the logical request>", "i": 0, "kind": "chat", "role": "judge",
      "model": "m", "body": "<the raw response body, exactly as received>"}
@@ -43,7 +47,28 @@ from typing import Any
 from .errors import CassetteError, CassetteMiss
 
 MODES = ("none", "once", "new_episodes", "all")
-HEADER = {"cassette": "pytest-beam", "version": 1}
+HEADER = {"cassette": "pytest-beam", "version": 2}
+
+
+def header_line(settings: dict[str, Any] | None) -> str:
+    return json.dumps({**HEADER, **({"settings": settings} if settings is not None else {})}, sort_keys=True)
+
+
+def read_settings(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The settings a cassette was recorded with (its header), None when it does not say (an older
+    cassette) or there is no such file; a first line that is not JSON is left to the full load."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    try:
+        header = json.loads(first)
+    except ValueError:
+        return None
+    if isinstance(header, dict) and header.get("cassette") == HEADER["cassette"] and isinstance(header.get("settings"), dict):
+        return header["settings"]
+    return None
 
 
 def _exists(path: Path) -> bool:
@@ -51,12 +76,17 @@ def _exists(path: Path) -> bool:
 
 
 class Cassette:
-    def __init__(self, path: str | os.PathLike[str], mode: str = "none") -> None:
+    """``settings``: this run's recorded settings (``settings.recorded_settings``), written into the
+    header when recording and compared with the file's on a miss."""
+
+    def __init__(self, path: str | os.PathLike[str], mode: str = "none", settings: dict[str, Any] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
         self.path = Path(path)
         self.requested_mode = mode
-        self.mode = self._resolve(self.path, mode, truncate=True)
+        self.settings = settings
+        self.mode = self._resolve(self.path, mode, truncate=True, settings=settings)
+        self.recorded_settings = read_settings(self.path)
         self._lock = threading.Lock()
         self._recorded: dict[str, dict[int, dict[str, Any]]] = {}
         self._uses: dict[str, int] = {}
@@ -67,18 +97,18 @@ class Cassette:
 
     # -- mode handling -----------------------------------------------------------------------
     @staticmethod
-    def _resolve(path: Path, mode: str, *, truncate: bool) -> str:
+    def _resolve(path: Path, mode: str, *, truncate: bool, settings: dict[str, Any] | None = None) -> str:
         if mode == "once":
             return "none" if _exists(path) else "new_episodes"
         if mode == "all":
             if truncate:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(HEADER) + "\n", encoding="utf-8")
+                path.write_text(header_line(settings) + "\n", encoding="utf-8")
             return "new_episodes"
         return mode
 
     @classmethod
-    def prepare(cls, path: str | os.PathLike[str], mode: str) -> str:
+    def prepare(cls, path: str | os.PathLike[str], mode: str, settings: dict[str, Any] | None = None) -> str:
         """Decide a run's effective mode once (controller side) and return it for the workers.
 
         ``once`` becomes ``none`` (file exists) or ``new_episodes`` (it does not); ``all``
@@ -86,7 +116,7 @@ class Cassette:
         """
         if mode not in MODES:
             raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
-        return cls._resolve(Path(path), mode, truncate=True)
+        return cls._resolve(Path(path), mode, truncate=True, settings=settings)
 
     @property
     def allows_network(self) -> bool:
@@ -186,7 +216,7 @@ class Cassette:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
             try:
                 if f.seek(0, os.SEEK_END) == 0:
-                    f.write(json.dumps(HEADER) + "\n")
+                    f.write(header_line(self.settings) + "\n")
                 f.write(line + "\n")
                 f.flush()
             finally:
@@ -195,13 +225,37 @@ class Cassette:
     def miss(self, *, fp: str, role: str, model: str) -> CassetteMiss:
         return CassetteMiss(
             f"No recorded response in cassette {self.path} for a {role} request (model {model}, "
-            f"fingerprint {fp[:12]}) and record mode is 'none' (no network). Record it with "
-            f"--beam-record-mode=new_episodes against a model endpoint.",
+            f"fingerprint {fp[:12]}) and record mode is 'none' (no network). {self.why_missed()} Record it "
+            f"with --beam-record-mode=new_episodes against a model endpoint.",
             cassette=str(self.path), role=role, model=model, fingerprint=fp,
         )
+
+    def why_missed(self) -> str:
+        """Which setting differs between the recording and this run, or that none does."""
+        recorded, current = self.recorded_settings, self.settings
+        if recorded is None:
+            return ("The cassette does not say which settings it was recorded with (an older cassette): "
+                    "give the flags it was recorded with, or record it again.")
+        if current is None:
+            return "The cassette was recorded with " + _listed(recorded) + "."
+        differ = [name for name in sorted(set(recorded) | set(current)) if recorded.get(name) != current.get(name)]
+        if differ:
+            return ("Settings differ from the recording: " + "; ".join(
+                f"{_flag(n)} was {recorded.get(n)!r} when recorded, {current.get(n)!r} in this run" for n in differ)
+                + " (a flag given on the command line overrides the cassette's setting).")
+        return ("This run's settings match the recording's, so the request itself changed: a prompt or "
+                "the code that builds requests differs from the version that recorded the cassette.")
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._recorded.values())
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r}, mode={self.requested_mode!r})"
+
+
+def _flag(name: str) -> str:
+    return "--beam-" + name.replace("_", "-")
+
+
+def _listed(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{_flag(k)}={v}" for k, v in sorted(settings.items()) if v is not None)

@@ -20,7 +20,7 @@ from .budget import Budget
 from .cache import ResponseCache, cache_key, canonical_json, fingerprint
 from .cassette import Cassette
 from .config import EMBEDDING_ROLE, ROLES, EndpointConfig, Role, RoleModels
-from .errors import ModelEndpointError, StructuredOutputError
+from .errors import CassetteMiss, ModelEndpointError, StructuredOutputError
 from .meter import Meter, Usage
 from .replies import ChatResult, StructuredResult, ToolCall, parse_chat
 from .structured import StructuredParseError, json_schema_format, parse_structured
@@ -71,6 +71,7 @@ class ModelClient:
         self.trace = trace
         self._transport = Transport(endpoint)
         self._secrets = self._transport.secrets
+        self._format_refused = False  # the endpoint answered a chat response_format with 400/422
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -96,9 +97,30 @@ class ModelClient:
     ) -> ChatResult:
         """One chat call. ``repeat`` > 0 asks the same request again as its own call (judge repeats):
         the number is folded into the cache key and cassette fingerprint, never sent to the endpoint;
-        ``repeat=0`` keys exactly as a call without it."""
-        return self._chat(role, messages, tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
-                          response_format=response_format, structured_schema=None, repeat=repeat)
+        ``repeat=0`` keys exactly as a call without it.
+
+        A ``response_format`` is a wish, not a need (the judge parses text anyway): an endpoint that
+        answers it with 400/422 is asked again plain, and every later call of this client goes plain
+        (remembered per client, so per endpoint and session); a replayed cassette recorded plain
+        replays plain. The result's ``response_format`` says what the reply was asked with. The
+        plain request is its own fingerprint and cache key, so cache and cassette stay exact.
+        """
+        kwargs: dict[str, Any] = dict(tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
+                                      structured_schema=None, repeat=repeat)
+        if response_format is None or self._format_refused:
+            return self._chat(role, messages, response_format=None, **kwargs)
+        try:
+            return self._chat(role, messages, response_format=response_format, **kwargs)
+        except CassetteMiss:
+            if self.cassette is None or self.cassette.allows_network:
+                raise
+            return self._chat(role, messages, response_format=None, **kwargs)  # recorded plain
+        except ModelEndpointError as exc:
+            if exc.status not in (400, 422):
+                raise
+            result = self._chat(role, messages, response_format=None, **kwargs)
+            self._format_refused = True  # the plain call worked: the format was what it refused
+            return result
 
     def structured(
         self,
@@ -242,6 +264,7 @@ class ModelClient:
             text=text, tool_calls=tool_calls, finish_reason=finish_reason, usage=usage, latency_s=latency,
             model=str(got.data.get("model") or model), cached=got.source == "cache",
             replayed=got.source == "cassette", raw=got.body,
+            response_format=(got.mode or (response_format or {}).get("type")) if response_format else None,
         )
         self._emit(trace | {
             "text": text,

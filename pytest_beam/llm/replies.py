@@ -36,6 +36,9 @@ class ChatResult:
     cached: bool
     replayed: bool = False
     raw: bytes = field(default=b"", repr=False)  # the response body exactly as received
+    # the response_format type the reply was asked with ("json_schema"), None when sent plain
+    # (none asked, or the endpoint refused it: see ModelClient.chat)
+    response_format: str | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message to append to the conversation (tool calls included)."""

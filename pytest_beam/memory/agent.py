@@ -79,6 +79,25 @@ class AgentAction(BaseModel):
                                      description="The answer to the question, or null when calling a tool.")
 
 
+class FirstAgentAction(BaseModel):
+    """The first JSON action must call a tool: small models given the choice answered from nothing
+    (measured on Qwen2.5-Coder-1.5B: it skipped the tools unless the schema required one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: ToolName = Field(description="The tool to call first: look in the memory before answering.")
+    arguments: dict[str, Any] = Field(description="The tool's arguments.")
+    final_answer: None = Field(default=None, description="Always null in the first step.")
+
+    def as_action(self) -> AgentAction:
+        return AgentAction(tool=self.tool, arguments=self.arguments)
+
+
+def action_schema(step: int) -> type[BaseModel]:
+    """The JSON schema of step ``step`` (0 = first): a tool call first, then a tool or the answer."""
+    return FirstAgentAction if step == 0 else AgentAction
+
+
 def _refuses_tools(exc: ModelEndpointError) -> bool:
     if exc.status not in (400, 422):
         return False
@@ -236,17 +255,17 @@ def _json_loop(run: _Run) -> SystemAnswer:
         {"role": "system", "content": prompts.json_mode_system_prompt(tools)},
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
-    for _ in range(config.max_steps):
+    for step in range(config.max_steps):
         if run.timed_out():
             return _finish(run, messages, FLAG_TIMEOUT, "json")
         try:
-            result = run.models.structured(role=AGENT_ROLE, messages=messages, schema=AgentAction,
+            result = run.models.structured(role=AGENT_ROLE, messages=messages, schema=action_schema(step),
                                            max_tokens=config.max_tokens)
         except StructuredOutputError as exc:
             run.model_step("json", text=exc.raw_text, tool_calls=[], usage=exc.usage)
             run.note("invalid_action", error=exc.validation_error[:500])
             return _finish(run, messages, FLAG_AGENT_FAILURE, "json")
-        action: AgentAction = result.value
+        action: AgentAction = result.value.as_action() if step == 0 else result.value
         if action.tool:
             calls = [{"id": None, "name": action.tool, "arguments": action.arguments or {}}]
             run.model_step("json", text=result.raw_text, tool_calls=calls, usage=result.usage)

@@ -22,6 +22,10 @@ class ChunkExtraction:
     extraction: Extraction
     empty_reason: str | None = None  # set when the reply failed validation
     notes: list[str] = field(default_factory=list)
+    # exact repeats dropped from the reply (a model at temperature 0 may repeat one statement
+    # until the schema's maxItems): statements with the same text, entities with the same type and name
+    repeated_statements: int = 0
+    repeated_entities: int = 0
 
     @property
     def empty(self) -> bool:
@@ -70,14 +74,21 @@ def rows_of(done: ChunkExtraction) -> tuple[list[dict[str, Any]], list[dict[str,
         return eid
 
     for entity in extraction.entities:
+        if entity_id(entity.type, " ".join(entity.name.split())) in entities:
+            done.repeated_entities += 1
         add_entity(entity.type, entity.name, entity.description, entity.date)
 
     allowed_ids = set(chunk.message_ids)
     statements: list[dict[str, Any]] = []
+    seen_texts: set[str] = set()
     for index, st in enumerate(extraction.statements):
         text = " ".join(st.text.split())
         if not text:
             continue
+        if text.casefold() in seen_texts:
+            done.repeated_statements += 1
+            continue
+        seen_texts.add(text.casefold())
         about: list[str] = []
         for name in st.about:
             norm = normalise_name(name, "Topic")
@@ -107,3 +118,14 @@ def rows_of(done: ChunkExtraction) -> tuple[list[dict[str, Any]], list[dict[str,
             "about": about, "topic": topic_id,
         })
     return list(entities.values()), statements
+
+
+def repeats_note(done: list[ChunkExtraction]) -> str | None:
+    """The ingest report's line on repeats dropped from extraction replies, or None when none were."""
+    hit = [d for d in done if d.repeated_statements or d.repeated_entities]
+    if not hit:
+        return None
+    statements = sum(d.repeated_statements for d in hit)
+    entities = sum(d.repeated_entities for d in hit)
+    return (f"repeats dropped from extraction replies: {statements} statements, {entities} entities, in "
+            f"{len(hit)} of {len(done)} chunks ({', '.join(d.chunk.id for d in hit)})")

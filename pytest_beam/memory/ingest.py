@@ -70,7 +70,7 @@ def ingest_documents(
     config = config or IngestConfig()
     started = time.monotonic()
     from . import store
-    from .extraction import extract_chunk, rows_of
+    from .extraction import extract_chunk, repeats_note, rows_of
     from .decisions import DecisionBudget
     from .resolution import EntityResolver
     from .temporal import UpdateLinker
@@ -165,6 +165,9 @@ def ingest_documents(
         f"{u.supersedes} supersedes, {u.contradicts} contradicts"
         f"{f', {u.invalid_replies} invalid replies' if u.invalid_replies else ''}"
     )
+    repeats = repeats_note([future.result() for future in extracting])  # counted by rows_of
+    if repeats:
+        notes.append(repeats)
     if empty:
         notes.append(f"empty extractions (reply invalid after one retry): {', '.join(empty)}")
     seconds = time.monotonic() - started

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..data.records import ProbingQuestion
-from .judge import CLASSIFIER_MAX_TOKENS, JudgeModel, JudgeText, ask_judge, require_rubric
+from .judge import CLASSIFIER_FORMAT, CLASSIFIER_MAX_TOKENS, JudgeModel, JudgeText, ask_judge, require_rubric
 from .metrics import event_ordering_metrics
 from .prompts import binary_classifier_messages
 from .scores import EventOrderingDetail, LineMatch, QuestionScore, ScorerMode
@@ -66,7 +66,7 @@ def same_event(judge: JudgeModel, event: str, line: str, repeat: int = 0) -> tup
     its own call, cached apart (judge runs).
     """
     asked = ask_judge(judge, binary_classifier_messages(event, line), max_tokens=CLASSIFIER_MAX_TOKENS, repeat=repeat,
-                      undecided=lambda text: "yes" not in text.lower())
+                      undecided=lambda text: "yes" not in text.lower(), response_format=CLASSIFIER_FORMAT)
     return "yes" in asked.text.lower(), asked
 
 
@@ -82,6 +82,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeMode
     flags: set[str] = set()
     for line in lines:
         replies: list[str] = []
+        formats: list[str] = []
         matched: int | None = None
         for index, event in enumerate(reference):
             if index in used:
@@ -90,6 +91,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeMode
             calls += asked.calls
             flags |= asked.flags
             replies.append(asked.text)
+            formats.append(asked.reply_format)
             if verdict:
                 matched = index
                 break
@@ -101,6 +103,7 @@ def align_lines(reference: Sequence[str], lines: Sequence[str], judge: JudgeMode
                 event=reference[matched] if matched is not None else None,
                 event_index=matched,
                 replies=replies,
+                reply_formats=formats,
             )
         )
     return matches, calls, flags

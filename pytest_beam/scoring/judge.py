@@ -92,13 +92,28 @@ CLASSIFIER_MAX_TOKENS = 16
 TRUNCATED_RETRY_FACTOR = 4
 
 
+# BEAM's verdicts as JSON schemas, sent as ``response_format`` beside the unchanged prompts: an
+# endpoint that supports it (llama-server, OpenAI, vLLM) can only reply in the shape the prompt
+# asks for, so a small judge's verdict parses; one that refuses it is asked plain (ModelClient.chat)
+# and the reply is parsed from text as before. The record keeps which way each reply came.
+JUDGE_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {"name": "beam_verdict", "strict": False, "schema": {
+    "type": "object",
+    "properties": {"score": {"type": "number", "enum": [1.0, 0.5, 0.0]}, "reason": {"type": "string"}},
+    "required": ["score", "reason"]}}}
+CLASSIFIER_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {"name": "beam_same_event", "strict": False, "schema": {
+    "type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}}}
+TEXT_FORMAT = "text"  # a reply asked for plain (no response_format, or the endpoint refused it)
+
+
 @dataclass(frozen=True)
 class JudgeText:
-    """A judge's reply text ("" when it gave none), the flags it raises and the calls it took."""
+    """A judge's reply text ("" when it gave none), the flags it raises, the calls it took and
+    how the reply was asked for (``"json_schema"`` or ``"text"``)."""
 
     text: str
     flags: frozenset[str]
     calls: int
+    reply_format: str = TEXT_FORMAT
 
 
 def _cut_off(result: JudgeReply) -> bool:
@@ -106,7 +121,8 @@ def _cut_off(result: JudgeReply) -> bool:
 
 
 def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: int = JUDGE_MAX_TOKENS,
-              repeat: int = 0, undecided: Callable[[str], bool] = lambda text: True) -> JudgeText:
+              repeat: int = 0, undecided: Callable[[str], bool] = lambda text: True,
+              response_format: dict[str, Any] | None = JUDGE_FORMAT) -> JudgeText:
     """One judge question (role ``"judge"``); client exceptions propagate.
 
     ``repeat`` > 0 asks again as its own call (the model client keys its cache by it); repeat 0
@@ -116,7 +132,9 @@ def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: 
     whatever the second reply is, it is used. A reply with no text at all flags ``parse_error``
     and reads as "" (product.md section 3).
     """
-    extra = {"repeat": repeat} if repeat else {}
+    extra: dict[str, Any] = {"repeat": repeat} if repeat else {}
+    if response_format is not None:
+        extra["response_format"] = response_format
 
     def ask(cap: int) -> JudgeReply:
         return judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=cap, **extra)  # type: ignore[call-arg]
@@ -131,7 +149,9 @@ def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: 
             calls += 1
     if result.text is None:
         flags.add("parse_error")
-    return JudgeText(result.text or "", frozenset(flags), calls)
+    # a client that does not say how it asked (a scripted judge) sent what it was given
+    sent = getattr(result, "response_format", (response_format or {}).get("type"))
+    return JudgeText(result.text or "", frozenset(flags), calls, sent or TEXT_FORMAT)
 
 
 _PLACEHOLDER = re.compile(r"<(question|rubric_item|llm_response)>")
@@ -223,6 +243,7 @@ def score_item(
         reason=reason,
         reply=reply,
         parsed=ok,
+        reply_format=asked.reply_format,
     )
     return item, flags, asked.calls
 

@@ -79,14 +79,15 @@ def read_judge_number(reply: str) -> tuple[float | None, str | None]:
 def _score_one(question: ProbingQuestion, rubric_item: str, answer: str, judge: JudgeModel,
                repeat: int) -> tuple[ItemScore, set[str], int]:
     asked = ask_judge(judge, [{"role": "user", "content": fill_judge_prompt(question.question, rubric_item, answer, "default")}],
-                      repeat=repeat)
+                      repeat=repeat, response_format=None)  # OmniMemEval reads any number, loosely: asked plain
     reply = asked.text
     flags = set(asked.flags)
     number, reason = read_judge_number(reply)
     if number is None:
         flags.add("parse_error")
     item = ItemScore(rubric_item=rubric_item, score=0.0 if number is None else snap_item_score(number),
-                     judge_score=number, reason=reason, reply=reply, parsed=number is not None)
+                     judge_score=number, reason=reason, reply=reply, parsed=number is not None,
+                     reply_format=asked.reply_format)
     return item, flags, asked.calls
 
 

@@ -39,6 +39,9 @@ class ItemScore(_Record):
     reason: str | None = Field(default=None, description="The judge's 'reason' field, if any")
     reply: str | None = Field(default=None, description="The judge's raw reply text (None where not kept)")
     parsed: bool = Field(default=True, description="The reply parsed to a usable score (False -> item scored 0, flag parse_error)")
+    reply_format: str | None = Field(
+        default=None, description="How the judge's reply was asked for: 'json_schema' (BEAM's verdict as a "
+        "response_format) or 'text' (plain, parsed from text); None in records older than this field")
     repeats: list[float] = Field(
         default_factory=list,
         description="With --beam-judge-runs N > 1: each repeat's item score, in order (``score`` is their mean)")
@@ -51,6 +54,7 @@ class LineMatch(_Record):
     event: str | None = Field(description="The rubric event the judge matched the line to, or None")
     event_index: int | None = Field(description="Index of that event in the rubric, or None")
     replies: list[str] = Field(default_factory=list, description="The yes/no judge's replies for this line, in order")
+    reply_formats: list[str] = Field(default_factory=list, description="How each reply was asked for: 'json_schema' or 'text'")
 
 
 class EventOrderingDetail(_Record):

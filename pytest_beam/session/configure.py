@@ -2,6 +2,10 @@
 
 Installing the plugin must not add tests to other projects: the suite is on with a beam flag on
 the command line, or with `beam_mode` in the ini file / BEAM_MODE and no explicit test paths.
+A benchmark run with no test paths collects the questions only: `testpaths` and the current
+folder are left out, so a project's own tests never mix into a benchmark's record or XML (this
+repo's ini has both `testpaths` and `beam_mode`). With paths, the questions join them only when
+a suite flag asks (`--beam`, `--beam-mode`, `--beam-data`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ..settings import OPTION_BY_NAME, resolve
+from ..settings import OPTION_BY_NAME, Settings, recorded_settings, resolve
 from .project import missed_ini
 from .state import STASH_KEY, BeamSession, new_run_id
 
@@ -53,11 +57,23 @@ def open_session(config: pytest.Config) -> BeamSession | None:
             return config.getini("beam_" + name)
 
         root, ini_dir = config.rootpath, (config.inipath.parent if config.inipath else None)
-    settings = resolve(
-        get_flag=lambda name: config.getoption("beam_" + name, None) if OPTION_BY_NAME[name].flag else None,
-        get_ini=get_ini, rootdir=root, invocation_dir=config.invocation_params.dir, ini_dir=ini_dir)
+    def settle(recorded: dict[str, object] | None = None) -> Settings:
+        return resolve(
+            get_flag=lambda name: config.getoption("beam_" + name, None) if OPTION_BY_NAME[name].flag else None,
+            get_ini=get_ini, rootdir=root, invocation_dir=config.invocation_params.dir, ini_dir=ini_dir,
+            recorded=recorded)
+
+    settings = settle()
+    if settings.replaying and settings.cassette is not None:
+        from ..llm.cassette import read_settings
+
+        recorded = read_settings(settings.cassette)
+        if recorded is not None:  # replay as recorded, unless a flag says otherwise
+            settings = settle(recorded)
     if not suite_wanted(config, get_ini):
         return None
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = []  # no paths given: the benchmark alone, not testpaths or the folder
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         if workerinput.get("beam_loadgroup"):
@@ -78,7 +94,8 @@ def open_session(config: pytest.Config) -> BeamSession | None:
         else:
             from ..llm import Cassette
 
-            session.record_mode = Cassette.prepare(settings.cassette, settings.record_mode)
+            session.record_mode = Cassette.prepare(settings.cassette, settings.record_mode,
+                                                   recorded_settings(settings))
     config.stash[STASH_KEY] = session
     return session
 

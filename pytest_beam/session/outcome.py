@@ -33,7 +33,8 @@ def question_result(outcome: Outcome) -> dict[str, Any]:
         "event_f1": detail.get("event_f1"), "event_tau_norm": detail.get("event_tau_norm"),
         "evidence_recall": outcome.evidence_recall, "flags": flags, "known_bad_reason": q.known_bad_rubric,
         "items": [{"rubric_item": i.get("rubric_item"), "score": i.get("score"), "reason": i.get("reason"),
-                   "parsed": i.get("parsed", True), "reply": i.get("reply"), "repeats": i.get("repeats", [])}
+                   "parsed": i.get("parsed", True), "reply": i.get("reply"), "repeats": i.get("repeats", []),
+                   "reply_format": i.get("reply_format")}
                   for i in detail.get("items", [])],
         "event_detail": detail.get("event_detail"),
         "usage": outcome.usage, "agent_steps": answer.steps,

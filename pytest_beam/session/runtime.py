@@ -103,7 +103,9 @@ class Runtime:
                 budget = FileBudget.in_run_dir(self.session.run_dir, max_calls=s.max_calls, max_tokens=s.max_tokens)
             cassette = None
             if s.record_mode != "off":
-                cassette = Cassette(s.cassette, mode=self.session.record_mode)
+                from ..settings import recorded_settings
+
+                cassette = Cassette(s.cassette, mode=self.session.record_mode, settings=recorded_settings(s))
             self._models = ModelClient(
                 EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
                                max_retries=s.max_retries, concurrency=s.concurrency),

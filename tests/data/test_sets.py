@@ -119,6 +119,26 @@ def test_settings_accept_complete_and_a_subset_by_flag_env_and_ini():
     assert _resolve({"scorer": "omnimemeval"}).scorer == "omnimemeval"
 
 
+def test_an_empty_data_flag_or_variable_means_unset(tmp_path):
+    """`--beam-data=` or `BEAM_DATA=` leaves the data unset (Hugging Face), whatever the ini says;
+    it used to be taken for the rootdir (flag) or ignored for the ini's path (variable)."""
+    ini = {"data": str(tmp_path)}
+    assert _resolve(ini=ini).data == tmp_path
+    assert _resolve({"data": ""}, ini=ini).data is None
+    assert _resolve(environ={"BEAM_DATA": ""}, ini=ini).data is None
+    assert _resolve(environ={"BEAM_DATA": "  "}, ini=ini).data is None
+    assert _resolve({"data": str(tmp_path)}, environ={"BEAM_DATA": ""}).data == tmp_path
+
+
+def test_a_replayed_cassettes_settings_win_over_env_and_ini_but_not_flags():
+    """Issue 16 point 5: replay takes the recording's settings unless a flag gives one."""
+    recorded = {"model": "smollm2", "tool_mode": "json", "agent_steps": 4, "pass_score": 0.0, "judge_model": None}
+    got = resolve({"agent_steps": "6"}.get, {"model": "from-ini", "judge_model": "ini-judge"}.get,
+                  {"BEAM_TOOL_MODE": "native", "BEAM_PASS_SCORE": "0.7"}, recorded=recorded)
+    assert (got.model, got.tool_mode, got.agent_steps, got.pass_score, got.judge_model) == ("smollm2", "json", 6, 0.0, None)
+    assert _resolve().agent_steps == 12  # nothing recorded: the default as before
+
+
 def test_settings_reject_a_bad_subset_naming_the_flag():
     with pytest.raises(SettingsError, match=r"--beam-conversations='99'.*does not exist"):
         _resolve({"conversations": "99"})

@@ -88,8 +88,38 @@ def test_every_local_file_is_pinned_and_matches(beam_data_dir):
 
 
 def test_missing_directory_says_how_to_fix(tmp_path):
-    with pytest.raises(BeamDataError, match="--beam-data"):
+    with pytest.raises(BeamDataError, match="--beam-data") as err:
         load_local(tmp_path / "nowhere", ["17"], {})
+    # every way the directory can be given, and how to leave it unset (issue 16 point 4)
+    for way in ("--beam-data DIR", "BEAM_DATA=DIR", "beam_data", "--beam-data= ", "BEAM_DATA= "):
+        assert way in str(err.value), way
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:{port}", "http://beam-offline.invalid"])
+def test_offline_hugging_face_fails_fast_with_its_message(tmp_path, monkeypatch, endpoint):
+    """No network: the Hugging Face source says so in under 3 s, without its client's retries."""
+    import time
+
+    from huggingface_hub import constants
+
+    from pytest_beam.data.sources import download_parquet
+
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint.format(port=closed_port()))
+    started = time.monotonic()
+    with pytest.raises(BeamDataError) as err:
+        download_parquet(cache_dir=tmp_path / "hf")
+    elapsed = time.monotonic() - started
+    assert elapsed < 3.0, elapsed
+    assert "not cached" in str(err.value) and "--beam-data DIR" in str(err.value)
+    assert "cannot reach" in str(err.value)
 
 
 def test_conv4_message_97_is_cut_after_its_real_text(beam_data_dir):

@@ -99,7 +99,7 @@ def test_cassette_holds_no_request_text(model_server, make_client, tmp_path):
     text = path.read_text()
     assert SECRET_TEXT not in text and "Mariana" not in text and "search_graph" not in text
     lines = [json.loads(line) for line in text.splitlines()]
-    assert lines[0] == {"cassette": "pytest-beam", "version": 1}
+    assert lines[0] == {"cassette": "pytest-beam", "version": 2}  # no settings given: none written
     assert [(e["kind"], e["role"], e["i"]) for e in lines[1:]] == [("chat", "agent", 0), ("embeddings", "embedding", 0)]
     assert set(lines[1]) == {"fp", "i", "kind", "role", "model", "body"}
 
@@ -189,3 +189,104 @@ def test_a_broken_200_body_is_an_error_and_not_stored(model_server, make_client,
         with pytest.raises(ModelEndpointError, match="response"):
             client.chat(role="agent", messages=MSGS)
     assert len(client.cache) == 0 and len(Cassette(tmp_path / "c.jsonl", "none")) == 0
+
+
+VERDICT_FORMAT = {"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}}
+
+
+def test_a_response_format_refused_is_asked_plain_once_and_remembered(model_server_factory, make_client, tmp_path):
+    """Issue 16 point 2: the judge's response_format is a wish; a 400 falls back to plain text and
+    the client remembers it; cache and cassette key the plain request as its own."""
+    server = model_server_factory(supports_json_schema=False, default_reply='{"score": 1}')
+    cassette = tmp_path / "c.jsonl"
+    client = make_client(server, cache=ResponseCache(tmp_path / "cache"), cassette=Cassette(cassette, "all"))
+    first = client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert first.text == '{"score": 1}' and first.response_format is None
+    assert [r.body.get("response_format", {}).get("type") for r in server.chat_requests] == ["json_schema", None]
+    second = client.chat(role="judge", messages=MSGS + [{"role": "user", "content": "again"}], response_format=VERDICT_FORMAT)
+    assert second.response_format is None and "response_format" not in server.last_request.body
+    assert server.request_count == 3  # the second call went plain at once
+    # a fresh replaying client, not knowing the endpoint refused it, replays the plain recording
+    replay = make_client(None, cassette=Cassette(cassette, "none"))
+    again = replay.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert again.text == '{"score": 1}' and again.replayed and again.response_format is None
+
+
+def test_a_supported_response_format_is_sent_and_said(model_server, make_client, tmp_path):
+    cassette = tmp_path / "c.jsonl"
+    client = make_client(model_server, cassette=Cassette(cassette, "all"))
+    model_server.script(Reply.say('{"score": 0.5}'))
+    got = client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert got.response_format == "json_schema"
+    assert model_server.last_request.body["response_format"] == VERDICT_FORMAT
+    replay = make_client(None, cassette=Cassette(cassette, "none"))
+    again = replay.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    assert again.replayed and again.response_format == "json_schema" and again.text == '{"score": 0.5}'
+    with pytest.raises(CassetteMiss):  # a format wish does not hide a plain request that was never recorded
+        replay.chat(role="judge", messages=[{"role": "user", "content": "other"}], response_format=VERDICT_FORMAT)
+
+
+def test_a_400_for_another_reason_is_still_an_error(model_server, make_client):
+    model_server.script(Reply.fail(400, "context too long"), Reply.fail(400, "context too long"))
+    client = make_client(model_server)
+    with pytest.raises(ModelEndpointError, match="context too long"):
+        client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
+    model_server.script(Reply.say("ok"))
+    assert client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT).response_format == "json_schema"
+
+
+# ---- issue 16 point 5: a cassette says which settings it was recorded with
+
+RECORDED = {"model": "smollm2", "tool_mode": "json", "agent_steps": 4, "pass_score": 0.0, "scorer": "default"}
+
+
+def test_a_recording_writes_its_settings_in_the_header_and_a_miss_names_the_difference(model_server, make_client, tmp_path):
+    from pytest_beam.llm.cassette import read_settings
+
+    path = tmp_path / "c.jsonl"
+    recorder = make_client(model_server, cassette=Cassette(path, "all", settings=RECORDED))
+    model_server.script(Reply.say("recorded"))
+    recorder.chat(role="agent", messages=MSGS)
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header == {"cassette": "pytest-beam", "version": 2, "settings": RECORDED}
+    assert read_settings(path) == RECORDED
+
+    other = dict(RECORDED, tool_mode="native", agent_steps=12)
+    replay = make_client(None, cassette=Cassette(path, "none", settings=other))
+    with pytest.raises(CassetteMiss) as miss:
+        replay.chat(role="agent", messages=[{"role": "user", "content": "a different request"}])
+    text = str(miss.value)
+    assert "--beam-agent-steps was 4 when recorded, 12 in this run" in text
+    assert "--beam-tool-mode was 'json' when recorded, 'native' in this run" in text
+    assert "--beam-model" not in text and str(path) in text
+
+    same = make_client(None, cassette=Cassette(path, "none", settings=dict(RECORDED)))
+    assert same.chat(role="agent", messages=MSGS).text == "recorded"
+    with pytest.raises(CassetteMiss, match="settings match the recording's, so the request itself changed"):
+        same.chat(role="agent", messages=[{"role": "user", "content": "a changed prompt"}])
+
+
+def test_a_cassette_without_settings_still_replays_and_its_miss_says_so(tmp_path):
+    from pytest_beam.llm.cassette import read_settings
+    from pytest_beam.llm.cache import fingerprint
+
+    path = tmp_path / "old.jsonl"
+    logical = {"kind": "chat", "model": "agent-model", "messages": MSGS, "temperature": 0.0, "seed": 0}
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "old"}, "finish_reason": "stop"}]}
+    path.write_text('{"cassette": "pytest-beam", "version": 1}\n' + json.dumps(
+        {"fp": fingerprint(logical), "i": 0, "kind": "chat", "role": "agent", "model": "agent-model",
+         "body": json.dumps(body)}) + "\n")
+    assert read_settings(path) is None
+    cassette = Cassette(path, "none", settings=RECORDED)
+    assert len(cassette) == 1 and cassette.lookup(fingerprint(logical))[1] == json.dumps(body).encode()
+    with pytest.raises(CassetteMiss, match="does not say which settings it was recorded with"):
+        raise cassette.miss(fp="f" * 64, role="agent", model="m")
+
+
+def test_a_broken_line_names_the_file_and_line(tmp_path):
+    from pytest_beam.llm.errors import CassetteError
+
+    path = tmp_path / "broken.jsonl"
+    path.write_text('{"cassette": "pytest-beam", "version": 2, "settings": {}}\n{"fp": "x", "i": 0, "bo\n')
+    with pytest.raises(CassetteError, match=rf"cassette {path}:2: not JSON"):
+        Cassette(path, "none")

@@ -171,6 +171,12 @@ def test_json_actions_answer_like_native_tools(graph, embedder, model_server_fac
     assert all("tools" not in r.body and r.body["response_format"]["type"] == "json_schema" for r in requests)
     assert "read_messages:" in requests[0].body["messages"][0]["content"]  # the tool catalogue
     assert requests[2].body["messages"][-1]["content"].startswith("Result of read_messages")
+    # issue 16 point 1: the first action must be a tool call; later ones may answer
+    first, later = (r.body["response_format"]["json_schema"]["schema"] for r in (requests[0], requests[1]))
+    assert first["required"] == ["tool", "arguments"] and "anyOf" not in first["properties"]["tool"]
+    assert first["properties"]["final_answer"] == {"default": None, "description": "Always null in the first step.",
+                                                   "title": "Final Answer", "type": "null"}
+    assert "required" not in later and {"type": "null"} in later["properties"]["tool"]["anyOf"]
 
 
 def test_auto_falls_back_to_json_when_the_endpoint_refuses_tools(graph, embedder, model_server_factory, make_models):

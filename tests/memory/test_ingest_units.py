@@ -208,3 +208,42 @@ def test_entity_vectors_forecast_the_text_resolution_reads_and_embed_it_once():
         vectors.check()
     assert got == [[15.0], [10.0], [2.0]]
     assert sorted(inner.seen) == ["Ana: the sister", "Bo: a cook", "Cy"]  # each embedded once
+
+
+def test_the_extraction_prompt_gives_no_example_to_copy():
+    """Issue 16 point 1: under a JSON-schema grammar a small model copied the prompt's example
+    statements and names into its replies; the prompt now describes the kinds without examples."""
+    import re
+
+    from pytest_beam.memory.prompts_ingest import EXTRACTION_SYSTEM
+
+    assert re.findall(r'"[^"]*"', EXTRACTION_SYSTEM) == []  # no quoted example of any kind
+    for former in ("thesis deadline", "May 1", "5 km", "code examples in Python", "budget planning",
+                   "my manager", "next Friday", "Python testing"):
+        assert former not in EXTRACTION_SYSTEM, former
+    assert "write each\nstatement and each entity once" in EXTRACTION_SYSTEM
+
+
+def test_repeated_statements_and_entities_in_one_reply_are_dropped_and_counted():
+    from pytest_beam.memory.extraction import ChunkExtraction, repeats_note, rows_of
+
+    document = Document(conversation_id="5", name="session-1", session_number=1, session_date=dt.date(2024, 3, 1),
+                        messages=(Message(id=0, role="user", text="I run 5 km on Tuesdays."),))
+    chunk = chunk_documents([document])[0]
+    same = {"type": "Measure", "text": "The user runs 5 km on Tuesdays.", "about": ["running"], "message_ids": [0],
+            "value": "5", "unit": "km"}
+    reply = Extraction.model_validate({
+        "entities": [{"type": "Topic", "name": "running"}] * 3 + [{"type": "Topic", "name": "Tuesdays"}],
+        "statements": [same, dict(same, text="the user  runs 5 km on tuesdays."), same,
+                       {"type": "Fact", "text": "The user runs on Tuesdays.", "about": ["running"], "message_ids": [0]}]})
+    done = ChunkExtraction(chunk, reply)
+    entities, statements = rows_of(done)
+    assert [e["name"] for e in entities] == ["running", "Tuesdays"]
+    assert [s["text"] for s in statements] == ["The user runs 5 km on Tuesdays.", "The user runs on Tuesdays."]
+    assert [s["id"] for s in statements] == [f"{chunk.id}#0", f"{chunk.id}#3"]
+    assert (done.repeated_statements, done.repeated_entities) == (2, 2)
+    clean = ChunkExtraction(chunk, Extraction())
+    rows_of(clean)
+    assert repeats_note([clean]) is None
+    assert repeats_note([done, clean]) == (f"repeats dropped from extraction replies: 2 statements, 2 entities, "
+                                           f"in 1 of 2 chunks ({chunk.id})")

@@ -126,3 +126,20 @@ def test_tool_results_render_dates_and_other_values():
 
     assert dumps({"date": dt.date(2024, 3, 1)}) == '{"date":"2024-03-01"}'
     assert plain(dt.datetime(2024, 3, 1, 12, 0), 100) == "2024-03-01T12:00:00"
+
+
+def test_the_first_json_action_must_call_a_tool():
+    """Issue 16 point 1: a small model in JSON-action mode skipped the tools unless the first
+    action's schema required one; later steps may answer."""
+    from pydantic import ValidationError
+
+    from pytest_beam.memory.agent import AgentAction, FirstAgentAction, action_schema
+
+    assert action_schema(0) is FirstAgentAction and action_schema(1) is action_schema(5) is AgentAction
+    with pytest.raises(ValidationError):
+        FirstAgentAction.model_validate({"tool": None, "arguments": None, "final_answer": "June"})
+    with pytest.raises(ValidationError):
+        FirstAgentAction.model_validate({"final_answer": "June"})
+    first = FirstAgentAction.model_validate({"tool": "hybrid_search", "arguments": {"query": "x"}, "final_answer": None})
+    assert first.as_action() == AgentAction(tool="hybrid_search", arguments={"query": "x"})
+    assert AgentAction.model_validate({"final_answer": "June"}).final_answer == "June"

@@ -10,7 +10,7 @@ import pytest
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
 from pytest_beam.scoring import score_question
 from pytest_beam.scoring.judge import CLASSIFIER_MAX_TOKENS, JUDGE_MAX_TOKENS, TRUNCATED_RETRY_FACTOR
-from tests.model_server import Reply, model_server  # noqa: F401
+from tests.model_server import Reply, model_server, model_server_factory  # noqa: F401
 
 from .scripted import ScriptedJudge, question
 
@@ -78,3 +78,46 @@ def test_a_cut_off_classifier_reply_is_asked_again_only_when_undecided(model_ser
     assert result.judge_calls == 3 and "judge_truncated" in result.flags
     caps = [r.body["max_tokens"] for r in model_server.chat_requests]
     assert caps == [CLASSIFIER_MAX_TOKENS, CLASSIFIER_MAX_TOKENS, CLASSIFIER_MAX_TOKENS * TRUNCATED_RETRY_FACTOR]
+
+
+# ---- issue 16 point 2: BEAM's verdict asked for as a JSON schema, text parsing as the fallback
+
+def test_the_judge_asks_for_beams_verdict_as_a_json_schema_with_the_prompt_unchanged(model_server, judge):
+    from pytest_beam.scoring.judge import JUDGE_FORMAT, fill_judge_prompt
+
+    model_server.script(Reply.say('{"score": 1.0, "reason": "states 42"}'))
+    scored = score_question(question("information_extraction", ["mentions 42"]), ANSWER, judge, mode="default")
+    sent = model_server.last_request.body
+    assert sent["response_format"] == JUDGE_FORMAT
+    assert JUDGE_FORMAT["json_schema"]["schema"]["properties"]["score"]["enum"] == [1.0, 0.5, 0.0]
+    assert sent["messages"] == [{"role": "user", "content": fill_judge_prompt(
+        "What happened, in order?", "mentions 42", ANSWER, "default")}]
+    assert scored.score == 1.0 and [i.reply_format for i in scored.items] == ["json_schema"]
+
+
+def test_an_endpoint_refusing_the_schema_is_judged_from_text_and_the_record_says_so(model_server_factory):
+    server = model_server_factory(supports_json_schema=False)
+    server.script(Reply.say('Verdict: {"score": 0.5, "reason": "partly"}'), Reply.say('{"score": 0, "reason": "no"}'))
+    client = ModelClient(EndpointConfig(base_url=server.base_url, backoff_base_s=0.001, timeout_s=5),
+                         RoleModels(agent="agent-model", judge="judge-model"))
+    try:
+        scored = score_question(question("information_extraction", ["a", "b"]), ANSWER, client, mode="default")
+    finally:
+        client.close()
+    assert [i.score for i in scored.items] == [0.5, 0.0] and scored.flags == []
+    assert [i.reply_format for i in scored.items] == ["text", "text"]
+    assert [("response_format" in r.body) for r in server.chat_requests] == [True, False, False]
+
+
+def test_the_event_alignment_asks_for_yes_or_no_as_a_json_schema(model_server, judge):
+    from pytest_beam.scoring.judge import CLASSIFIER_FORMAT
+    from pytest_beam.scoring.prompts import binary_classifier_messages
+
+    model_server.script(Reply.say('{"answer": "NO"}'), Reply.say('{"answer": "YES"}'), Reply.say('{"answer": "YES"}'))
+    scored = score_question(question("event_ordering", ["first", "second"]), "1. second\n2. first", judge, mode="default")
+    bodies = [r.body for r in model_server.chat_requests]
+    assert [b["response_format"] for b in bodies] == [CLASSIFIER_FORMAT] * 3
+    assert bodies[0]["messages"] == binary_classifier_messages("first", "1. second")
+    alignment = scored.event_detail.alignment
+    assert [m.event_index for m in alignment] == [1, 0]
+    assert [m.reply_formats for m in alignment] == [["json_schema", "json_schema"], ["json_schema"]]
