@@ -79,8 +79,12 @@ def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
             and "beam_question" in item.callspec.params]
 
 
-def check_estimate(session: BeamSession, pytest_session: pytest.Session) -> None:
-    """After collection, on the controller: print the dry-run estimate, or refuse a run over the cap."""
+DRY_RUN_LINE = "pytest-beam: dry run: no model called and no service started"
+
+
+def check_estimate(session: BeamSession, pytest_session: pytest.Session, require_caps: bool = True) -> None:
+    """After collection, on the controller: print the dry-run estimate (the run loop then runs
+    nothing, see hooks), or refuse a run over the cap (`require_caps` False: no money spent)."""
     if session.bench_set is None or session.is_worker:
         return
     questions = selected_questions(pytest_session)
@@ -92,8 +96,9 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session) -> None
     estimate = estimate_run(session.bench_set, questions, settings)
     if settings.dry_run:
         pytest_session.config.get_terminal_writer().line("\n" + format_estimate(estimate, settings))
-        pytest.exit("pytest-beam: dry run, no model called and no service started", returncode=0)
+        pytest_session.config.get_terminal_writer().line(DRY_RUN_LINE)
+        return
     if settings.model_configured and not settings.replaying:
-        problem = estimate.over_cap(settings)
+        problem = estimate.over_cap(settings, require_caps=require_caps)
         if problem:
             pytest.exit(f"pytest-beam: {problem}", returncode=pytest.ExitCode.USAGE_ERROR)

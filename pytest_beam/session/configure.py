@@ -58,7 +58,12 @@ def open_session(config: pytest.Config) -> BeamSession | None:
         get_ini=get_ini, rootdir=root, invocation_dir=config.invocation_params.dir, ini_dir=ini_dir)
     if not suite_wanted(config, get_ini):
         return None
+    from .endpoint import WORKERINPUT_KEY, apply, check_settings
+
+    check_settings(settings)
     workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get(WORKERINPUT_KEY):
+        settings = apply(settings, workerinput[WORKERINPUT_KEY])  # the controller's embedded model
     if workerinput is not None:
         if workerinput.get("beam_loadgroup"):
             config.option.loadgroup = True  # xdist reads it on the worker to suffix nodeids with @group
