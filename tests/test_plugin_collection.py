@@ -76,7 +76,10 @@ def test_a_data_problem_stops_the_session_before_any_test(pytester, tmp_path):
     pytester.makepyfile("def test_other(): pass")
     result = pytester.runpytest(f"--beam-data={tmp_path / 'missing'}", "--beam")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*data source problem: BEAM data directory {tmp_path / 'missing'} does not exist*"])
+    problem = [line for line in result.outlines + result.errlines if line.strip()]
+    assert len(problem) == 1, problem  # one line, no "! _pytest.outcomes.Exit" banner
+    assert problem[0].startswith(f"ERROR: pytest-beam: data source problem: BEAM data directory "
+                                 f"{tmp_path / 'missing'} does not exist")
     assert "passed" not in result.stdout.str()
 
 

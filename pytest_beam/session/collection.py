@@ -29,7 +29,7 @@ def load_questions(session: BeamSession) -> None:
     try:
         session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations)
     except BeamDataError as exc:
-        pytest.exit(f"pytest-beam: data source problem: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        raise pytest.UsageError(f"pytest-beam: data source problem: {exc}") from None  # one line, exit 4
 
 
 def add_question_items(session: BeamSession, pytest_session: pytest.Session, items: list[pytest.Item]) -> None:
@@ -101,4 +101,4 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session, require
     if settings.model_configured and not settings.replaying:
         problem = estimate.over_cap(settings, require_caps=require_caps)
         if problem:
-            pytest.exit(f"pytest-beam: {problem}", returncode=pytest.ExitCode.USAGE_ERROR)
+            raise pytest.UsageError(f"pytest-beam: {problem}")  # one line, exit 4

@@ -84,6 +84,15 @@ class BeamSessionPlugin:
         """A dry run has printed its estimate (check_estimate): it runs no question."""
         return True if self.session.settings.dry_run and not self.session.is_worker else None
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+        report = yield
+        if item.nodeid.startswith(collection.SUITE_NODEID + "::"):
+            from .problems import shorten
+
+            shorten(item, call, report)
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.session.collector is not None:
             self.session.collector.add_report(report)
@@ -130,7 +139,10 @@ class BeamSessionPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.session.collector is not None and not self.session.is_worker:
+            from .problems import write_section
+
             self.session.collector.write_summary(terminalreporter)
+            write_section(terminalreporter)
 
 
 class GraphRAGProvider:
