@@ -95,7 +95,7 @@ def test_an_endpoint_that_goes_down_mid_run_is_one_line_per_question(project, be
     sections = error_sections(proc.stdout)
     assert sorted(sections) == QUESTIONS, proc.stdout[-3000:]
     line = sections[QUESTIONS[0]]
-    assert len(line) == 1 and line[0].startswith(f"Model endpoint {dropping_server.base_url} failed for the "
+    assert len(line) == 1 and line[0].startswith(f"ModelEndpointError: Model endpoint {dropping_server.base_url} failed for the "
                                                  "extraction chat call (model m) after 1 attempt(s)"), line
     assert sections[QUESTIONS[1]] == line  # the conversation's fixture failed once, for both questions
     assert "Traceback" not in proc.stdout and "pytest_beam/" not in proc.stdout
@@ -121,7 +121,7 @@ def test_a_neo4j_that_cannot_start_is_one_line_per_question(project, beam_data_d
     sections = error_sections(proc.stdout)
     assert sorted(sections) == QUESTIONS, proc.stdout[-3000:]
     for lines in sections.values():
-        assert len(lines) == 1 and uri in lines[0], lines
+        assert len(lines) == 1 and lines[0].startswith("Neo4jServiceError: ") and uri in lines[0], lines
     assert "Traceback" not in proc.stdout and "pytest_beam/" not in proc.stdout and "secret-pw" not in proc.stdout
     assert all(entry.endswith(sections[QUESTIONS[0]][0])
                for entry in proc.stdout.splitlines() if entry.startswith("ERROR beam::"))

@@ -57,7 +57,7 @@ def shorten(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestR
     exc = known_problem(call.excinfo.value)
     if exc is None:
         return
-    line = problem_line(exc)
+    line = f"{type(exc).__name__}: {problem_line(exc)}"  # the type stays: the record's error is filtered on it
     longrepr = call.excinfo.getrepr(style="value", chain=False)
     longrepr.reprtraceback.reprentries[-1].lines[:] = [line]
     longrepr.reprtraceback.extraline = None
