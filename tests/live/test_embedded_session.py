@@ -117,13 +117,13 @@ def test_xdist_workers_use_the_controllers_one_embedded_model_and_it_stops(proje
 
 def test_explicit_settings_win_over_the_embedded_models_defaults(project, beam_data_dir):
     cmd = run_args(project, beam_data_dir, "--beam-mode=full", "--beam-conversations=4", "-k", "abstention",
-                   "--beam-model=local", "--beam-concurrency=2", "--beam-tool-mode=native", "--beam-max-calls=99")
+                   "--beam-model=local", "--beam-concurrency=2", "--beam-tool-mode=native", "--beam-max-calls=99999")
     proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=900,
                           env=clean_env(project / "out", BEAM_TIMEOUT="60"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     row = json.loads((project / "out" / "conv4.json").read_text())
     assert row["model"] == embedded.MODEL_NAME
-    assert (row["concurrency"], row["tool_mode"], row["max_calls"], row["timeout"]) == (2, "native", 99, 60.0)
+    assert (row["concurrency"], row["tool_mode"], row["max_calls"], row["timeout"]) == (2, "native", 99999, 60.0)
     assert row["agent_timeout"] == 1800.0  # not given: the embedded model's default
 
 
