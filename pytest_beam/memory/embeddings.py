@@ -25,7 +25,7 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from .pinned import verified
 
@@ -88,7 +88,7 @@ def _quiet_preprocessing_advice() -> Iterator[None]:
         root.removeFilter(drop)
 
 
-def quantized_model(cache: Path | None = None) -> Path:
+def quantized_model(cache: Path | None = None, progress: Callable[[str], None] | None = None) -> Path:
     """The export with int8 MatMuls, built on first use under the cache (about 2 s, once).
 
     Two steps, both onnxruntime's own tools: fold the export's dequantizing Cast/Mul nodes into
@@ -116,6 +116,8 @@ def quantized_model(cache: Path | None = None) -> Path:
     try:
         with file_lock(folder / ".lock"):
             if not target.exists():  # another worker may have built it while we waited
+                if progress is not None:
+                    progress(f"embedder: building the int8 MiniLM model once into {folder}")
                 _build_quantized(source, target)
     except OSError as exc:
         raise EmbeddingUnavailable(
@@ -201,10 +203,11 @@ _local_models: dict[tuple[bool, int], _LocalModel] = {}
 _local_lock = threading.Lock()
 
 
-def _get_local_model(quantized: bool = True, threads: int = 0) -> _LocalModel:
+def _get_local_model(quantized: bool = True, threads: int = 0,
+                     progress: Callable[[str], None] | None = None) -> _LocalModel:
     with _local_lock:
         if (quantized, threads) not in _local_models:
-            path = quantized_model() if quantized else export_model_path()
+            path = quantized_model(progress=progress) if quantized else export_model_path()
             _local_models[quantized, threads] = _LocalModel(path, threads)
         return _local_models[quantized, threads]
 
@@ -223,10 +226,11 @@ class LocalEmbedder:
 
     dimensions = LOCAL_DIMENSIONS
 
-    def __init__(self, batch_size: int | None = None, quantized: bool = True, threads: int | None = None) -> None:
+    def __init__(self, batch_size: int | None = None, quantized: bool = True, threads: int | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.batch_size = batch_size or (1 if quantized else 16)
         self.name = f"local:{LOCAL_MODEL_ID if quantized else EXPORT_MODEL_ID}"
-        self._model = _get_local_model(quantized, (1 if quantized else 0) if threads is None else threads)
+        self._model = _get_local_model(quantized, (1 if quantized else 0) if threads is None else threads, progress)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -264,11 +268,12 @@ class EndpointEmbedder:
         return vectors
 
 
-def make_embedder(spec: str | None = "local", models: Any = None) -> Embedder:
-    """`"local"` (default), `"local-export"` or `"endpoint:<model-name>"`."""
+def make_embedder(spec: str | None = "local", models: Any = None,
+                  progress: Callable[[str], None] | None = None) -> Embedder:
+    """`"local"` (default), `"local-export"` or `"endpoint:<model-name>"`; `progress` hears of a first build."""
     spec = (spec or "local").strip()
     if spec in ("local", "local-export"):
-        return LocalEmbedder(quantized=spec == "local")
+        return LocalEmbedder(quantized=spec == "local", progress=progress)
     if spec.startswith("endpoint:") and spec[len("endpoint:"):].strip():
         if models is None:
             raise EmbeddingUnavailable(f"embedder {spec!r} needs the model client")

@@ -29,7 +29,7 @@ class GraphRAGSystem(MemorySystem):
             from .graph_schema import install_schema
 
             connection = self.context.start_neo4j()
-            self._embedder = make_embedder(self.settings.embeddings, self.context.models)
+            self._embedder = make_embedder(self.settings.embeddings, self.context.models, self.context.progress)
             self._driver = open_driver(connection)
             self._database = connection.database
             install_schema(self._driver, self._database, self._embedder.dimensions)

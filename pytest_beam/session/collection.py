@@ -36,7 +36,7 @@ def load_questions(session: BeamSession) -> None:
         session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations,
                                      keep_markers=session.settings.keep_markers)
     except BeamDataError as exc:
-        pytest.exit(f"pytest-beam: data source problem: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        raise pytest.UsageError(f"pytest-beam: data source problem: {exc}") from None  # one line, exit 4
 
 
 def add_question_items(session: BeamSession, pytest_session: pytest.Session, items: list[pytest.Item]) -> None:
@@ -119,8 +119,12 @@ def selected_pairs(pytest_session: pytest.Session) -> list[tuple[str, ProbingQue
             and "beam_question" in item.callspec.params]
 
 
-def check_estimate(session: BeamSession, pytest_session: pytest.Session) -> None:
-    """After collection, on the controller: print the dry-run estimate, or refuse a run over the cap."""
+DRY_RUN_LINE = "pytest-beam: dry run: no model called and no service started"
+
+
+def check_estimate(session: BeamSession, pytest_session: pytest.Session, require_caps: bool = True) -> None:
+    """After collection, on the controller: print the dry-run estimate (the run loop then runs
+    nothing, see hooks), or refuse a run over the cap (`require_caps` False: no money spent)."""
     if session.bench_set is None or session.is_worker:
         return
     pairs = selected_pairs(pytest_session)
@@ -138,8 +142,9 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session) -> None
         estimate, text = total_of(per_system), format_systems(per_system, settings)
     if settings.dry_run:
         pytest_session.config.get_terminal_writer().line("\n" + text)
-        pytest.exit("pytest-beam: dry run, no model called and no service started", returncode=0)
+        pytest_session.config.get_terminal_writer().line(DRY_RUN_LINE)
+        return
     if settings.model_configured and not settings.replaying:
-        problem = estimate.over_cap(settings)
+        problem = estimate.over_cap(settings, require_caps=require_caps)
         if problem:
-            pytest.exit(f"pytest-beam: {problem}", returncode=pytest.ExitCode.USAGE_ERROR)
+            raise pytest.UsageError(f"pytest-beam: {problem}")  # one line, exit 4

@@ -119,7 +119,10 @@ class RunCollector:
             any(v for k, v in row.items() if k.endswith("calls")) for row in own.values())
         ran = any(q.get("outcome") not in (None, "skipped") for q in self.questions.values())
         if not self.ingest and not spent and not ran:
-            return  # nothing ran (no model configured, or everything deselected): no record
+            # nothing ran (everything skipped or deselected): no record, and no folder left
+            # holding only workers' parts and progress logs
+            shutil.rmtree(session.run_dir, ignore_errors=True)
+            return
         add_usage(self.meter, own)
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,

@@ -74,7 +74,12 @@ def open_session(config: pytest.Config) -> BeamSession | None:
         return None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = []  # no paths given: the benchmark alone, not testpaths or the folder
+    from .endpoint import WORKERINPUT_KEY, apply, check_settings
+
+    check_settings(settings)
     workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get(WORKERINPUT_KEY):
+        settings = apply(settings, workerinput[WORKERINPUT_KEY])  # the controller's embedded model
     if workerinput is not None:
         if workerinput.get("beam_loadgroup"):
             config.option.loadgroup = True  # xdist reads it on the worker to suffix nodeids with @group

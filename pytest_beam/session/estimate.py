@@ -63,7 +63,8 @@ class Estimate:
     def tokens(self) -> int:
         return sum(p.tokens for p in self.phases.values())
 
-    def over_cap(self, settings: Settings) -> str | None:
+    def over_cap(self, settings: Settings, require_caps: bool = True) -> str | None:
+        """Why the run may not start; `require_caps` False where no money is spent (the embedded model)."""
         problems = []
         if settings.max_calls is not None and self.calls > settings.max_calls:
             problems.append(f"{self.calls:,} calls > cap {settings.max_calls:,} (over by {self.calls - settings.max_calls:,}; "
@@ -71,7 +72,7 @@ class Estimate:
         if settings.max_tokens is not None and self.tokens > settings.max_tokens:
             problems.append(f"{self.tokens:,} tokens > cap {settings.max_tokens:,} (over by {self.tokens - settings.max_tokens:,}; "
                             f"raise it with --beam-max-tokens)")
-        if settings.mode in ("full", "complete") and (settings.max_calls is None or settings.max_tokens is None):
+        if require_caps and settings.mode in ("full", "complete") and (settings.max_calls is None or settings.max_tokens is None):
             problems.append(f"the {settings.mode} set has no default spend cap: set --beam-max-calls and --beam-max-tokens "
                             f"(the estimate is {self.calls:,} calls and {self.tokens:,} tokens)")
         return ("the estimate is over the spend cap: " + "; ".join(problems)) if problems else None
@@ -156,9 +157,13 @@ def format_estimate(estimate: Estimate, settings: Settings) -> str:
     total_prompt = sum(p.prompt_tokens for p in estimate.phases.values())
     total_completion = sum(p.completion_tokens for p in estimate.phases.values())
     rows.append(f"{'total':<12}{estimate.calls:>10,}{total_prompt:>14,}{total_completion:>16,}{estimate.tokens:>14,}")
-    caps = (f"cap: {settings.max_calls if settings.max_calls is not None else 'none'} calls, "
-            f"{settings.max_tokens if settings.max_tokens is not None else 'none'} tokens")
-    problem = estimate.over_cap(settings)
-    rows.append(caps + (f" -> {problem}" if problem else " -> within the cap"))
+    if settings.max_calls is None and settings.max_tokens is None:
+        rows.append("no spend cap set" + (" (a run of this set on a paid endpoint needs --beam-max-calls and "
+                                          "--beam-max-tokens)" if settings.mode != "lite" else ""))
+    else:
+        caps = (f"cap: {settings.max_calls if settings.max_calls is not None else 'none'} calls, "
+                f"{settings.max_tokens if settings.max_tokens is not None else 'none'} tokens")
+        problem = estimate.over_cap(settings)
+        rows.append(caps + (f" -> {problem}" if problem else " -> within the cap"))
     rows.append("assumptions: " + ", ".join(f"{k}={v}" for k, v in ASSUMPTIONS.items()))
     return "\n".join(rows)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
 
     from ..system import MemorySystem, SystemContext
+    from .endpoint import RunEndpoint
     from .interrupt import TerminateAsInterrupt
 
 
@@ -25,7 +26,9 @@ class BeamSessionPlugin:
     def __init__(self, session: BeamSession) -> None:
         self.session = session
         self.terminate: TerminateAsInterrupt | None = None
+        self.endpoint: RunEndpoint | None = None
 
+    @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers: they need the endpoint
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .collector import RunCollector
         from .interrupt import TerminateAsInterrupt
@@ -35,10 +38,35 @@ class BeamSessionPlugin:
         self.terminate = TerminateAsInterrupt(self.session.collector)
         self.terminate.install()
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        if not self.session.is_worker:
+            self._open_endpoint(reporter)
         if not self.session.is_worker and getattr(session.config.option, "numprocesses", None) and reporter:
             from .progress import ProgressRelay
 
             self.session.progress = ProgressRelay(self.session.run_dir / "progress", reporter)
+
+    def _open_endpoint(self, reporter: pytest.TerminalReporter | None) -> None:
+        """Check the endpoint, or start the embedded model, before any Neo4j starts."""
+        from .endpoint import EndpointProblem, RunEndpoint
+
+        def say(line: str) -> None:
+            if reporter is not None:
+                reporter.write_line(line)
+
+        self.endpoint = RunEndpoint()
+        try:
+            self.session.settings = self.endpoint.open(self.session.config, self.session.settings,
+                                                       self.session.record_mode, say)
+        except EndpointProblem as exc:
+            self._stop_endpoint()
+            raise pytest.UsageError(str(exc)) from None
+        except BaseException:
+            self._stop_endpoint()
+            raise
+
+    def _stop_endpoint(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.stop()
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         collection.parametrize(self.session, metafunc)
@@ -54,7 +82,22 @@ class BeamSessionPlugin:
 
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        collection.check_estimate(self.session, session)
+        embedded = self.endpoint is not None and self.endpoint.model is not None
+        collection.check_estimate(self.session, session, require_caps=not embedded)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """A dry run has printed its estimate (check_estimate): it runs no question."""
+        return True if self.session.settings.dry_run and not self.session.is_worker else None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+        report = yield
+        if item.nodeid.startswith(collection.SUITE_NODEID + "::"):
+            from .problems import shorten
+
+            shorten(item, call, report)
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.session.collector is not None:
@@ -66,6 +109,10 @@ class BeamSessionPlugin:
         node.workerinput["beam_run_id"] = self.session.run_id
         node.workerinput["beam_record_mode"] = self.session.record_mode
         node.workerinput["beam_loadgroup"] = node.config.option.dist == "loadgroup"
+        if self.endpoint is not None and self.endpoint.changes:
+            from .endpoint import WORKERINPUT_KEY
+
+            node.workerinput[WORKERINPUT_KEY] = self.endpoint.changes
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object | None:
@@ -81,6 +128,7 @@ class BeamSessionPlugin:
         try:
             if beam.runtime is not None:
                 beam.runtime.close()
+            self._stop_endpoint()
             if beam.progress is not None:
                 beam.progress.stop()
             if beam.is_worker:
@@ -88,12 +136,19 @@ class BeamSessionPlugin:
             else:
                 beam.collector.finish(int(exitstatus))
         finally:
+            self._stop_endpoint()
             if self.terminate is not None:
                 self.terminate.restore()
 
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self._stop_endpoint()  # a session that ended before pytest_sessionfinish (a usage error)
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.session.collector is not None and not self.session.is_worker:
+            from .problems import write_section
+
             self.session.collector.write_summary(terminalreporter)
+            write_section(terminalreporter)
 
 
 class GraphRAGProvider:

@@ -156,6 +156,9 @@ class Runtime:
             if self._provider is None:
                 self._provider = select_provider(self.settings.neo4j, work_dir=self.session.run_dir / "neo4j",
                                                  start_timeout_s=self.settings.neo4j_start_timeout)
+                note = getattr(self._provider, "first_use_note", None)
+                if note is not None and (line := note()):
+                    self.say(line)  # minutes of Maven before the first start, once per machine
             service = self._provider.create(service_name or f"conv{conversation_id}")
             self.services[conversation_id] = service
             self.connections[conversation_id] = service.start()

@@ -4,30 +4,30 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 
+from tests.model_server import Reply, ScriptedModelServer
+
 pytestmark = [pytest.mark.e2e]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # nothing listens here once the socket is closed
 
 
 def test_a_dead_endpoint_is_an_error_for_known_bad_questions_too(tmp_path, beam_data_dir):
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
+    # The endpoint answers the session's check, then drops every call: down mid-run
+    server = ScriptedModelServer(responder=lambda request: Reply.disconnect()).start()
     cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
            "-k", "conv17 and temporal_reasoning", f"--beam-data={beam_data_dir}",
-           f"--beam-base-url=http://127.0.0.1:{closed_port()}/v1", "--beam-model=nobody-home",
+           f"--beam-base-url={server.base_url}", "--beam-model=nobody-home",
            "--beam-neo4j=local", "--beam-cache=off", "--beam-max-retries=0", "--beam-timeout=5",
            f"--beam-results={tmp_path / 'results'}", "--beam-max-calls=100000", "--beam-max-tokens=100000000",
            "--beam-snapshot=off", "-rxE"]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=dict(os.environ))
+    try:
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=dict(os.environ))
+    finally:
+        server.stop()
     assert "2 errors" in proc.stdout and "xfail" not in proc.stdout.split("short test summary")[-1], proc.stdout[-4000:]
     record = json.loads(next((tmp_path / "results").glob("*/record.json")).read_text())
     outcomes = {q["id"]: (q["outcome"], q["error"]) for q in record["questions"]}

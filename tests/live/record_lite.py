@@ -1,10 +1,11 @@
-"""Record the committed lite cassette: a live lite run against SmolLM2, from the repo's root.
+"""Record the lite cassette from the README's first command: the lite set on the embedded model.
 
-    python -m tests.live.record_lite
+    BEAM_DATA=../shared/beam python -m tests.live.record_lite
 
-Writes fixtures/cassettes/lite-smollm2.jsonl (responses only, keyed by request fingerprint),
-the answer snapshots under snapshots/, and fixtures/cassettes/lite-smollm2.scores.json (the
-recorded scores, which the replay stage must reproduce).
+Runs from the repo's root with no endpoint (the plugin starts the embedded model) and writes
+fixtures/cassettes/lite-qwen.jsonl (responses only, keyed by request fingerprint), the answer
+snapshots under snapshots/, and fixtures/cassettes/lite-qwen.scores.json (the recorded scores,
+which the replay stage must reproduce). The SmolLM2 cassette stays until the replay moves over.
 """
 
 from __future__ import annotations
@@ -12,31 +13,23 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from tests.live.llama_server import LlamaServer
-from tests.live.test_live_lite import LIVE_FLAGS
+from tests.live.test_live_lite import embedded_env, readme_command
 
 REPO = Path(__file__).resolve().parents[2]
-CASSETTE = REPO / "fixtures" / "cassettes" / "lite-smollm2.jsonl"
-SCORES = REPO / "fixtures" / "cassettes" / "lite-smollm2.scores.json"
+CASSETTE = REPO / "fixtures" / "cassettes" / "lite-qwen.jsonl"
+SCORES = REPO / "fixtures" / "cassettes" / "lite-qwen.scores.json"
 
 
 def main() -> int:
-    beam_data = Path(os.environ.get("BEAM_DATA", REPO.parent / "shared" / "beam"))
-    results = Path(tempfile.mkdtemp(prefix="beam-record-"))
-    with LlamaServer() as server:
-        flags = [f for f in LIVE_FLAGS if not f.startswith("--beam-snapshot")]
-        cmd = [sys.executable, "-m", "pytest", "-m", "lite", "-p", "no:randomly", "-p", "no:cacheprovider",
-               f"--beam-data={beam_data}", f"--beam-base-url={server.base_url}", f"--beam-model={server.model}",
-               "--beam-neo4j=local", f"--beam-results={results}", "--beam-record-mode=all",
-               f"--beam-cassette={CASSETTE}", "--snapshot-update", *flags]
-        proc = subprocess.run(cmd, cwd=REPO)
-    if proc.returncode != 0:
+    beam_data = Path(os.environ.get("BEAM_DATA") or REPO.parent / "shared" / "beam")
+    out = Path(tempfile.mkdtemp(prefix="beam-record-"))
+    proc = subprocess.run(readme_command(out, CASSETTE, "--snapshot-update"), cwd=REPO, env=embedded_env(beam_data))
+    if proc.returncode not in (0, 1):  # 1: an answer below the pass score, still recorded
         return proc.returncode
-    record = json.loads(next(results.glob("*/record.json")).read_text())
+    record = json.loads(next((out / "results").glob("*/record.json")).read_text())
     scores = {q["id"]: {"score": q["score"], "items": [i["score"] for i in q["items"]], "flags": q["flags"]}
               for q in record["questions"]}
     SCORES.write_text(json.dumps({"model": record["models"]["agent"], "scores": scores}, indent=2) + "\n")

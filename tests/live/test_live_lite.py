@@ -1,8 +1,11 @@
-"""The live stage: the lite set end to end against a real model (SmolLM2-135M under llama.cpp).
+"""The live stage: the README's first command — the lite set on the embedded model, no endpoint given.
 
-SmolLM2 answers and judges mostly wrongly; this proves the pipeline survives a live model's
-real outputs — every question ends with a score and its flags, nothing errors, the record shows
-real usage — not that the scores mean anything. The run records a cassette as it goes.
+Qwen2.5-Coder-1.5B (Q4_K_M) under llama.cpp, started by the plugin itself because no endpoint is
+set: this proves the whole pipeline survives a real model's outputs — every question ends with a
+score (passed or failed, never an error or a skip), the record shows real usage by every role
+and names the embedded model — not that the scores are worth publishing. The run records a
+cassette as it goes (`tests/live/record_lite.py` writes the committed one the same way). About
+15 minutes on an idle 2-core machine.
 """
 
 from __future__ import annotations
@@ -15,49 +18,53 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.llama_server import LlamaServer, unavailable_reason
+from pytest_beam.llm import embedded
 
-pytestmark = [pytest.mark.live_model, pytest.mark.e2e, pytest.mark.neo4j]
+_REASON = embedded.unavailable_reason()
+pytestmark = [pytest.mark.live_model, pytest.mark.e2e, pytest.mark.neo4j,
+              pytest.mark.skipif(_REASON is not None, reason=f"embedded model not installed: {_REASON}")]
 REPO = Path(__file__).resolve().parents[2]
-LIVE_FLAGS = ["--beam-tool-mode=json", "--beam-agent-steps=4", "--beam-timeout=900", "--beam-agent-timeout=1800",
-              "--beam-concurrency=1", "--beam-snapshot=off", "--beam-pass-score=0", "--beam-cache=off"]
+IDS = ["conv17:information_extraction:0", "conv17:multi_session_reasoning:0"]
 
 
-def live_lite_command(server: LlamaServer, beam_data: Path, out: Path, cassette: Path) -> list[str]:
+def readme_command(out: Path, cassette: Path, *extra: str) -> list[str]:
+    """`pytest -m lite` as the README gives it (BEAM_DATA in the environment, no endpoint), plus
+    where this run keeps its record, its cassette and its JUnit XML."""
     return [sys.executable, "-m", "pytest", "-m", "lite", "-p", "no:randomly", "-p", "no:cacheprovider",
-            f"--beam-data={beam_data}", f"--beam-base-url={server.base_url}", f"--beam-model={server.model}",
-            "--beam-neo4j=local", f"--beam-results={out / 'results'}", "--beam-record-mode=all",
-            f"--beam-cassette={cassette}", f"--junitxml={out / 'live.xml'}", *LIVE_FLAGS]
+            f"--beam-results={out / 'results'}", "--beam-record-mode=all", f"--beam-cassette={cassette}",
+            "--beam-cache=off", f"--junitxml={out / 'live.xml'}", *extra]
 
 
-def test_live_lite_run_survives_a_real_model(tmp_path, beam_data_dir):
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+def embedded_env(beam_data: Path) -> dict[str, str]:
+    """No endpoint of any kind, so the plugin starts the embedded model."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("BEAM_BASE_URL", "BEAM_MODEL", "OPENAI_", "BEAM_API_KEY"))}
+    return {**env, "BEAM_DATA": str(beam_data)}
+
+
+def test_the_readme_first_command_scores_every_lite_question_on_the_embedded_model(tmp_path, beam_data_dir):
     project = tmp_path / "project"
     project.mkdir()
     (project / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
-    cassette = tmp_path / "lite-smollm2.jsonl"
-    with LlamaServer() as server:
-        proc = subprocess.run(live_lite_command(server, beam_data_dir, tmp_path, cassette), cwd=project,
-                              capture_output=True, text=True, timeout=3000)
+    cassette = tmp_path / "lite-qwen.jsonl"
+    proc = subprocess.run(readme_command(tmp_path, cassette, "--beam-snapshot=off"), cwd=project,
+                          capture_output=True, text=True, timeout=5400, env=embedded_env(beam_data_dir))
     artifacts = Path(os.environ.get("BEAM_ARTIFACTS", REPO / "artifacts"))
     artifacts.mkdir(parents=True, exist_ok=True)
     (artifacts / "live-lite-output.txt").write_text(proc.stdout + proc.stderr)
-    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    assert proc.returncode in (0, 1), proc.stdout[-5000:] + proc.stderr[-2000:]  # 1: a wrong answer fails
+    assert proc.stdout.count("embedded model: starting llama-server") == 1
 
     record = json.loads(next((tmp_path / "results").glob("*/record.json")).read_text())
-    assert sorted(q["id"] for q in record["questions"]) == ["conv17:information_extraction:0",
-                                                            "conv17:multi_session_reasoning:0"]
+    assert sorted(q["id"] for q in record["questions"]) == IDS
     for q in record["questions"]:
-        assert q["outcome"] == "passed" and q["score"] is not None and 0.0 <= q["score"] <= 1.0
+        assert q["outcome"] in ("passed", "failed") and q["score"] is not None and 0.0 <= q["score"] <= 1.0, q
         assert isinstance(q["flags"], list) and q["items"], q
     for role in ("extraction", "agent", "judge"):
         usage = record["usage"][role]
         assert usage["calls"] > 0 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0, role
-    assert record["models"]["agent"] == server.model
+    assert set(record["models"].values()) == {embedded.MODEL_NAME}
 
-    lines = cassette.read_text().splitlines()
-    assert len(lines) >= record["usage"]["extraction"]["calls"] + record["usage"]["judge"]["calls"]
     raw = cassette.read_text()
+    assert len(raw.splitlines()) >= record["usage"]["extraction"]["calls"] + record["usage"]["judge"]["calls"]
     assert "[message 18," not in raw and "Which days did I say" not in raw  # no request bodies
