@@ -125,6 +125,9 @@ class _Run:
         self.retrieved: set[int] = set()
         self.model_calls = 0
         self.tool_calls = 0
+        # the prompt of the agent's latest call: what was in front of the model when it answered,
+        # the figure published tables put beside a score (the baselines report their one prompt)
+        self.last_prompt_tokens: int | None = None
 
     # -- clock ---------------------------------------------------------------------------------
 
@@ -148,6 +151,9 @@ class _Run:
     def model_step(self, mode: str, *, text: str | None, tool_calls: list[dict[str, Any]],
                    finish_reason: str | None = None, usage: Any = None, final: bool = False) -> None:
         self.model_calls += 1
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        if isinstance(prompt_tokens, int):
+            self.last_prompt_tokens = prompt_tokens
         entry: dict[str, Any] = {"type": "model", "step": self.model_calls, "mode": mode,
                                  "text": self._cut(text), "tool_calls": tool_calls,
                                  "finish_reason": finish_reason, "final": final}
@@ -171,7 +177,7 @@ class _Run:
 
     def answer(self, text: str, flags: list[str] | None = None) -> SystemAnswer:
         return SystemAnswer(text=text, retrieved_message_ids=set(self.retrieved), trace=self.trace,
-                            steps=self.model_calls, flags=list(flags or []))
+                            steps=self.model_calls, flags=list(flags or []), context_tokens=self.last_prompt_tokens)
 
 
 def answer_question(driver: Any, database: str, question: SystemQuestion, models: Any,

@@ -74,6 +74,9 @@ def test_search_then_read_then_answer(graph, embedder, model_server, make_models
     read_result = json.loads(last[-1]["content"])
     assert [m["message_id"] for m in read_result["messages"]] == [0, 4]
     assert "September" in read_result["messages"][1]["text"]
+    # the context in front of the model when it answered: the last call's prompt, as served
+    served = sum(len(str(m.get("content") or "")) for m in requests[2].body["messages"]) // 4
+    assert answer.context_tokens == served > 0
 
 
 def test_evidence_recall_is_half_when_half_the_sources_were_seen(graph, embedder, model_server, make_models):
