@@ -70,6 +70,8 @@ def comparison_warnings(a: RunRecord, b: RunRecord) -> list[str]:
         diffs = [f"{r}: {a.models.get(r) or '-'} -> {b.models.get(r) or '-'}" for r in roles
                  if (a.models.get(r) or None) != (b.models.get(r) or None)]
         warnings.append("the records used different models (" + "; ".join(diffs) + ")")
+    if (a.system or None) != (b.system or None):
+        warnings.append(f"the records measured different systems ({a.system or '-'} -> {b.system or '-'})")
     if (a.scorer or None) != (b.scorer or None):
         warnings.append(f"the records used different scorers ({a.scorer or '-'} -> {b.scorer or '-'})")
     if (a.mode or None) != (b.mode or None):
@@ -81,9 +83,10 @@ def comparison_warnings(a: RunRecord, b: RunRecord) -> list[str]:
 
 def changed_questions(a: RunRecord, b: RunRecord) -> list[tuple[str, QuestionRecord | None, QuestionRecord | None]]:
     """Questions whose score, outcome or answer differs between the two records (or that only one has)."""
-    qa = {q.id: q for q in a.questions}
-    qb = {q.id: q for q in b.questions}
-    order = [q.id for q in a.questions] + [q.id for q in b.questions if q.id not in qa]
+    a_questions, b_questions = a.primary_questions(), b.primary_questions()
+    qa = {q.id: q for q in a_questions}
+    qb = {q.id: q for q in b_questions}
+    order = [q.id for q in a_questions] + [q.id for q in b_questions if q.id not in qa]
     out = []
     for qid in order:
         x, y = qa.get(qid), qb.get(qid)
@@ -123,9 +126,10 @@ def compare(a: RunRecord, b: RunRecord) -> Comparison:
     the questions both runs scored (conversations resampled, seeded)."""
     by_a: dict[str, list[QuestionRecord]] = {}
     by_b: dict[str, list[QuestionRecord]] = {}
-    for q in a.questions:
+    # with several systems a record's means are its first system's; compare like with like
+    for q in a.primary_questions():
         by_a.setdefault(q.ability, []).append(q)
-    for q in b.questions:
+    for q in b.primary_questions():
         by_b.setdefault(q.ability, []).append(q)
     empty = AbilityStats()
     rows = []
@@ -141,7 +145,7 @@ def compare(a: RunRecord, b: RunRecord) -> Comparison:
     rows.append(DeltaRow(
         ability=OVERALL, n_a=oa.n, mean_a=oa.mean, n_b=ob.n, mean_b=ob.mean, delta=score_delta(oa.mean, ob.mean),
         delta_excluding_known_bad=score_delta(oa.mean_excluding_known_bad, ob.mean_excluding_known_bad),
-        paired=_paired(a.questions, b.questions),
+        paired=_paired(a.primary_questions(), b.primary_questions()),
     ))
     return Comparison(rows=rows, warnings=comparison_warnings(a, b), profile_mismatch=profile_mismatch(a, b),
                       changed=changed_questions(a, b))

@@ -190,16 +190,19 @@ class RunRecord(_Model):
         if self.questions and not self.abilities:
             from .aggregate import aggregate
 
-            self.abilities, self.overall = aggregate(
-                [q for q in self.questions if not self.systems or (q.system or self.system) == self.system])
+            self.abilities, self.overall = aggregate(self.primary_questions())
         return self
+
+    def primary_questions(self) -> list[QuestionRecord]:
+        """The questions ``abilities`` and ``overall`` cover: all of them, or with several systems
+        the first selected system's (each system's own cells are in ``systems``)."""
+        return [q for q in self.questions if not self.systems or (q.system or self.system) == self.system]
 
     def recompute(self) -> RunRecord:
         """A copy with abilities and overall recomputed from the questions."""
         from .aggregate import aggregate
 
-        primary = [q for q in self.questions if not self.systems or (q.system or self.system) == self.system]
-        abilities, overall = aggregate(primary)
+        abilities, overall = aggregate(self.primary_questions())
         update: dict[str, Any] = {"abilities": abilities, "overall": overall}
         if self.systems:
             from .systems import system_stats

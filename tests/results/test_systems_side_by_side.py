@@ -88,3 +88,21 @@ def test_a_single_system_summary_stays_as_it_was():
     text = "\n".join(render_summary(record))
     assert "systems side by side" not in text and "mean excl. known-bad" in text
     assert 'id="systems"' not in render_html(record)
+
+
+def test_report_a_b_compares_the_first_systems_not_a_mix_of_systems():
+    """A multi-system record's questions share ids across systems; `report A B` compared them as
+    one pool (a question matched whichever system came last) and paired bm25 with graphrag."""
+    from pytest_beam.results.compare import compare
+
+    a = _record()
+    better = [q.model_copy(update={"score": 1.0, "outcome": "passed"}) if q.system == "graphrag" else q
+              for q in a.questions]
+    b = a.model_copy(update={"questions": better}).recompute()
+    comparison = compare(a, b)
+    overall = comparison.rows[-1]
+    assert (overall.n_a, overall.n_b) == (3, 3)
+    assert overall.delta == 0.5  # graphrag 0.5 -> 1.0; bm25 and gold-evidence unchanged
+    assert overall.paired is not None and overall.paired.mean == 0.5
+    assert sorted(qid for qid, _, _ in comparison.changed) == ["conv1:event_ordering:0", "conv1:information_extraction:1"]
+    assert not any("different systems" in w for w in comparison.warnings)
