@@ -54,6 +54,14 @@ def header_line(settings: dict[str, Any] | None) -> str:
     return json.dumps({**HEADER, **({"settings": settings} if settings is not None else {})}, sort_keys=True)
 
 
+def _header_of(line: str) -> dict[str, Any] | None:
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return None
+    return header if isinstance(header, dict) and header.get("cassette") == HEADER["cassette"] else None
+
+
 def read_settings(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The settings a cassette was recorded with (its header), None when it does not say (an older
     cassette) or there is no such file; a first line that is not JSON is left to the full load."""
@@ -117,6 +125,20 @@ class Cassette:
         if mode not in MODES:
             raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
         return cls._resolve(Path(path), mode, truncate=True, settings=settings)
+
+    @staticmethod
+    def refresh_header(path: str | os.PathLike[str], settings: dict[str, Any]) -> bool:
+        """Rewrite the header of a cassette that holds no response yet with ``settings``: the
+        session settles some settings after ``prepare`` (the embedded model's name and tool mode),
+        and a replay must find the ones the requests were made with. True when rewritten."""
+        path = Path(path)
+        if not path.is_file():
+            return False
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if len(lines) > 1 or (lines and _header_of(lines[0]) is None):
+            return False  # responses recorded (or not our header): the file stays as it was
+        path.write_text(header_line(settings) + "\n", encoding="utf-8")
+        return True
 
     @property
     def allows_network(self) -> bool:

@@ -57,6 +57,12 @@ class BeamSessionPlugin:
         try:
             self.session.settings = self.endpoint.open(self.session.config, self.session.settings,
                                                        self.session.record_mode, say)
+            settings = self.session.settings
+            if settings.cassette is not None and self.session.record_mode == "new_episodes":
+                from ..llm import Cassette
+                from ..settings import recorded_settings
+
+                Cassette.refresh_header(settings.cassette, recorded_settings(settings))
         except EndpointProblem as exc:
             self._stop_endpoint()
             raise pytest.UsageError(str(exc)) from None

@@ -60,11 +60,17 @@ def test_the_readme_first_command_scores_every_lite_question_on_the_embedded_mod
     for q in record["questions"]:
         assert q["outcome"] in ("passed", "failed") and q["score"] is not None and 0.0 <= q["score"] <= 1.0, q
         assert isinstance(q["flags"], list) and q["items"], q
+        assert "parse_error" not in q["flags"], q  # verdicts asked through BEAM's JSON schema parse
+        assert {i.get("reply_format") for i in q["items"]} == {"json_schema"}, q["items"]
     for role in ("extraction", "agent", "judge"):
         usage = record["usage"][role]
         assert usage["calls"] > 0 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0, role
     assert set(record["models"].values()) == {embedded.MODEL_NAME}
 
+    from pytest_beam.llm.cassette import read_settings
+
+    header = read_settings(cassette)  # what a replay needs no flag for
+    assert (header["model"], header["tool_mode"]) == (embedded.MODEL_NAME, "json"), header
     raw = cassette.read_text()
     assert len(raw.splitlines()) >= record["usage"]["extraction"]["calls"] + record["usage"]["judge"]["calls"]
     assert "[message 18," not in raw and "Which days did I say" not in raw  # no request bodies

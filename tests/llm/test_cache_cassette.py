@@ -290,3 +290,23 @@ def test_a_broken_line_names_the_file_and_line(tmp_path):
     path.write_text('{"cassette": "pytest-beam", "version": 2, "settings": {}}\n{"fp": "x", "i": 0, "bo\n')
     with pytest.raises(CassetteError, match=rf"cassette {path}:2: not JSON"):
         Cassette(path, "none")
+
+
+def test_a_header_only_cassette_takes_the_settings_the_session_settled_on(tmp_path):
+    """The embedded model's name and tool mode are settled after the cassette was prepared; a
+    recording's header said model null and tool mode auto, so its replay could not match it."""
+    from pytest_beam.llm.cassette import read_settings
+
+    path = tmp_path / "c.jsonl"
+    assert Cassette.prepare(path, "all", settings=dict(RECORDED, model=None, tool_mode="auto")) == "new_episodes"
+    assert Cassette.refresh_header(path, RECORDED) is True
+    assert read_settings(path) == RECORDED
+
+    with_entries = tmp_path / "full.jsonl"
+    with_entries.write_text(path.read_text() + '{"fingerprint": "x", "body": "{}"}\n')
+    assert Cassette.refresh_header(with_entries, dict(RECORDED, model="other")) is False
+    assert read_settings(with_entries) == RECORDED
+
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"not": "a header"}\n')
+    assert Cassette.refresh_header(foreign, RECORDED) is False and foreign.read_text() == '{"not": "a header"}\n'
