@@ -1,7 +1,10 @@
 """The committed lite cassette replays offline: the same answers as the snapshots, the same scores.
 
-No model and no network: every model response comes from fixtures/cassettes/lite-smollm2.jsonl,
-and the run goes through a real local Neo4j, ingest, the agent and the judge as live.
+No model and no network: every model response comes from fixtures/cassettes/lite-qwen.jsonl (the
+README's first command on the embedded model, recorded by tests/live/record_lite.py), and the run
+goes through a real local Neo4j, ingest, the agent and the judge as live. The cassette's header
+gives the models, tool mode and steps: the replay names only the cassette (and a pass score of 0,
+since the embedded model's answers are wrong and this test checks the replay, not the model).
 """
 
 from __future__ import annotations
@@ -15,17 +18,16 @@ import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 REPO = Path(__file__).resolve().parents[2]
-CASSETTE = REPO / "fixtures" / "cassettes" / "lite-smollm2.jsonl"
-SCORES = REPO / "fixtures" / "cassettes" / "lite-smollm2.scores.json"
+CASSETTE = REPO / "fixtures" / "cassettes" / "lite-qwen.jsonl"
+SCORES = REPO / "fixtures" / "cassettes" / "lite-qwen.scores.json"
 REPLAY = ["-m", "lite", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-record-mode=none",
           f"--beam-cassette={CASSETTE}", "--beam-neo4j=local", "--beam-snapshot=assert",
-          "--beam-tool-mode=json", "--beam-agent-steps=4", "--beam-pass-score=0", "--beam-cache=off"]
+          "--beam-pass-score=0", "--beam-cache=off"]
 
 
 def test_committed_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
     recorded = json.loads(SCORES.read_text())
-    cmd = [sys.executable, "-m", "pytest", *REPLAY, f"--beam-model={recorded['model']}",
-           f"--beam-data={beam_data_dir}", f"--beam-results={tmp_path}"]
+    cmd = [sys.executable, "-m", "pytest", *REPLAY, f"--beam-data={beam_data_dir}", f"--beam-results={tmp_path}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900,
                           env={**__import__("os").environ, "BEAM_BASE_URL": "", "OPENAI_BASE_URL": ""})
     artifacts = Path(__import__("os").environ.get("BEAM_ARTIFACTS", REPO / "artifacts"))
@@ -37,4 +39,5 @@ def test_committed_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
     got = {q["id"]: {"score": q["score"], "items": [i["score"] for i in q["items"]], "flags": q["flags"]}
            for q in record["questions"]}
     assert got == recorded["scores"]
+    assert set(record["models"].values()) == {recorded["model"]}  # from the cassette's header
     assert record["usage"].get("agent", {}).get("calls", 0) == 0  # nothing went to a network

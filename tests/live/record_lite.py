@@ -5,7 +5,7 @@
 Runs from the repo's root with no endpoint (the plugin starts the embedded model) and writes
 fixtures/cassettes/lite-qwen.jsonl (responses only, keyed by request fingerprint), the answer
 snapshots under snapshots/, and fixtures/cassettes/lite-qwen.scores.json (the recorded scores,
-which the replay stage must reproduce). The SmolLM2 cassette stays until the replay moves over.
+which the replay stage must reproduce). The replay stage (tests/e2e/test_replay.py) replays it.
 """
 
 from __future__ import annotations

@@ -73,5 +73,5 @@ def test_a_well_formed_cassette_and_blank_lines_still_load(model_server, make_cl
 
 
 def test_the_committed_cassette_loads(repo_root):
-    cassette = Cassette(repo_root / "fixtures" / "cassettes" / "lite-smollm2.jsonl", "none")
+    cassette = Cassette(repo_root / "fixtures" / "cassettes" / "lite-qwen.jsonl", "none")
     assert len(cassette) > 0
