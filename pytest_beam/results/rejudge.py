@@ -121,8 +121,10 @@ def rejudge(record_path: str | os.PathLike[str], settings: Settings, *, judge_mo
         rejudged_from=old.run_id,
         usage={role: UsageRow.model_validate(u) for role, u in judge.meter.to_dict().items()},
         phase_seconds={"judge": time.monotonic() - t0}, exit_status=0,
-        partial=old.partial, partial_reason=old.partial_reason,
+        partial=old.partial, partial_reason=old.partial_reason, systems=old.systems,
     )
+    if old.systems:  # each system's cells from its own new scores (ingest cost kept from the run)
+        record = record.recompute()
     folder = Path(results_dir) if results_dir is not None else old_path.resolve().parent.parent
     path = write_record(folder / record.run_id, record, [])
     return path, record

@@ -103,3 +103,29 @@ def test_rejudge_without_an_endpoint_or_record_exits_2(old_results, capsys, monk
     assert "no model endpoint" in capsys.readouterr().err
     assert main(["rejudge", "nope", "--results", str(old_results)]) == 2
     assert "no record" in capsys.readouterr().err
+
+
+def test_a_multi_system_record_is_rejudged_system_by_system(tmp_path, beam_data_dir, monkeypatch, model_server):
+    """The rejudged record kept no `systems`, so its means pooled every system's questions."""
+    from pytest_beam.results.systems import system_stats
+
+    for name in ("BEAM_RESULTS", "BEAM_BASE_URL", "BEAM_CACHE", "BEAM_JUDGE_RUNS", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    questions = [QuestionRecord(id=IE, conversation_id="17", ability="information_extraction", answer=f"{s} answer.",
+                                score=0.0, outcome="failed", system=s, scorer="default")
+                 for s in ("graphrag", "bm25")]
+    old = RunRecord(run_id=OLD_ID, mode="lite", scorer="default", system="graphrag",
+                    models={"agent": "m", "judge": "old-judge"}, settings={"data": str(beam_data_dir)},
+                    pass_score=0.5, questions=questions, systems=system_stats(questions, ["graphrag", "bm25"], set()))
+    results = tmp_path / "results"
+    write_record(results / OLD_ID, old, [])
+
+    def judge(body):  # full marks to graphrag's answer only
+        text = json.dumps(body)
+        return Reply.json_object({"score": 1.0 if "graphrag answer" in text else 0.0, "reason": "r"})
+
+    model_server.responder = judge
+    new = run_rejudge(results, model_server)
+    assert list(new.systems) == ["graphrag", "bm25"]
+    assert new.systems["graphrag"].overall.mean == 1.0 and new.systems["bm25"].overall.mean == 0.0
+    assert new.overall.mean == 1.0 and new.overall.n == 1  # the first system's, as in the run's record
