@@ -41,9 +41,28 @@ def html_table(headers: list[str], rows: list[list[Any]], num_from: int = 1, att
     return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _value_label(s: Any) -> str:
+    """The text right of an ability's bar."""
+    if s.mean is None:
+        return f"no score (n=0, {s.errors} errors, {s.skipped} skipped)"
+    label = f"{fmt_score(s.mean)} {fmt_interval(s.interval)}  n={s.n}" if s.interval else f"{fmt_score(s.mean)}  n={s.n}"
+    if s.n_excluding_known_bad != s.n:
+        label += f" \u00b7 excl. known-bad {fmt_score(s.mean_excluding_known_bad)} (n={s.n_excluding_known_bad})"
+    if s.errors or s.skipped:
+        label += f" \u00b7 {s.errors} err, {s.skipped} skip"
+    return label
+
+
+#: Width of one character of the chart's labels, generously (the page's 14 px sans-serif); the
+#: chart is as wide as its longest label needs and scales to the page, so no label is cut off.
+CHAR_PX = 7.6
+
+
 def chart(record: RunRecord, other: RunRecord | None) -> str:
     abilities = list(record.abilities.items())
-    label_w, bar_w, text_w = 230, 440, 330
+    labels = {ability: _value_label(s) for ability, s in abilities}
+    label_w, bar_w = 230, 440
+    text_w = max(330, round(CHAR_PX * max((len(t) for t in labels.values()), default=0)) + 20)
     row_h = 40 if other else 30
     top, bottom = 26, 40
     width = label_w + bar_w + text_w
@@ -84,15 +103,7 @@ def chart(record: RunRecord, other: RunRecord | None) -> str:
             x = label_w + excl * bar_w
             parts.append(f'<line class="kb-mark" x1="{x:.1f}" x2="{x:.1f}" y1="{y}" y2="{y + 22}">'
                          f'<title>mean excluding known-bad rubrics: {fmt_score(excl)}</title></line>')
-        if s.mean is None:
-            label = f"no score (n=0, {s.errors} errors, {s.skipped} skipped)"
-        else:
-            label = f"{fmt_score(s.mean)} {fmt_interval(s.interval)}  n={s.n}" if s.interval else f"{fmt_score(s.mean)}  n={s.n}"
-            if s.n_excluding_known_bad != s.n:
-                label += f" \u00b7 excl. known-bad {fmt_score(excl)} (n={s.n_excluding_known_bad})"
-            if s.errors or s.skipped:
-                label += f" \u00b7 {s.errors} err, {s.skipped} skip"
-        parts.append(f'<text x="{label_w + bar_w + 10}" y="{y + 15}">{e(label)}</text>')
+        parts.append(f'<text x="{label_w + bar_w + 10}" y="{y + 15}">{e(labels[ability])}</text>')
     ly = height - 14
     parts.append(f'<rect x="{label_w}" y="{ly - 9}" width="14" height="10" fill="#3b6fd6"/>')
     legend = "mean score"

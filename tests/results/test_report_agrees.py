@@ -177,3 +177,32 @@ def test_the_chart_draws_each_interval_as_a_whisker(tmp_path):
     assert (float(whisker.attrs["x1"]), float(whisker.attrs["x2"])) == (
         round(230 + iv.low * 440, 1), round(230 + iv.high * 440, 1))
     assert whisker.find("title").text == f"95% interval [{iv.low:.3f}, {iv.high:.3f}]"
+
+
+@needs_chromium
+def test_the_charts_labels_fit_inside_the_chart(tmp_path):
+    """At 1280 px the right-hand labels ('0.800 [0.675, 0.925] n=40 · excl. known-bad 0.784 (n=37)')
+    ran past the chart's edge and were cut off."""
+    from pytest_beam.results.schema import MeanInterval
+
+    record = run_record(A_ID)
+    longest = {name: s.model_copy(update={"mean": 0.8, "n": 400, "interval": MeanInterval(low=0.675, high=0.925, level=0.95, clusters=20, resamples=10000, seed=1),
+                                          "mean_excluding_known_bad": 0.784, "n_excluding_known_bad": 372,
+                                          "errors": 12, "skipped": 3})
+               for name, s in record.abilities.items()}
+    measure = """<script>(() => {
+      const svg = document.getElementById('ability-chart');
+      const width = svg.viewBox.baseVal.width;
+      const over = [...svg.querySelectorAll('text')].map(t => t.getBBox()).filter(b => b.x + b.width > width + 0.5);
+      const out = document.createElement('pre'); out.id = 'overflow';
+      out.textContent = String(over.length) + ' of ' + svg.querySelectorAll('text').length;
+      document.body.appendChild(out);
+    })();</script></body>"""
+    head, _, tail = render_html(record.model_copy(update={"abilities": longest})).rpartition("</body>")
+    import re
+
+    # the page's CSP admits only its own script; this measuring script is the test's
+    page_html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", head + measure + tail)
+    root = dom(tmp_path, page_html)
+    text = root.find("pre", id="overflow").text
+    assert text.startswith("0 of "), f"labels past the chart's right edge: {text}"
