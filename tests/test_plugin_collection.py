@@ -118,8 +118,6 @@ def test_xdist_keeps_each_conversation_on_one_worker_without_dist_flag(pytester,
     pytester.makeconftest("""
 import pytest
 
-from tests.model_server import model_server  # noqa: F401
-
 def pytest_configure(config):
     if not hasattr(config, 'workerinput'):
         open('dist.txt', 'w').write(str(config.option.dist))

@@ -33,7 +33,7 @@ def test_an_over_budget_run_refuses_to_start_before_any_request(project, beam_da
         proc = beam(project, server, beam_data_dir, "--beam-max-calls=5")
         assert server.request_count == 0
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR
-    assert "the estimate is over the spend cap: 17 calls > cap 5 (over by 12; raise it with --beam-max-calls)" \
+    assert "the estimate is over the spend cap: 13 calls > cap 5 (over by 8; raise it with --beam-max-calls)" \
         in proc.stdout + proc.stderr
     assert not (project / "results").exists()
 

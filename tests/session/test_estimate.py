@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from pytest_beam.data.sets import load_set
-from pytest_beam.session.estimate import estimate_run, format_estimate
+from pytest_beam.session.estimate import ASSUMPTIONS, estimate_run, format_estimate
 from pytest_beam.settings import resolve
 
 
@@ -43,13 +43,14 @@ def test_the_complete_set_is_estimated_for_400_questions_and_20_conversations(co
     assert est.questions == 400
     assert sorted(est.chunks, key=int) == [str(n) for n in range(1, 21)]
     assert est.phases["extraction"].calls == sum(est.chunks.values())  # one extraction call per chunk
-    assert est.phases["agent"].calls == 400 * 5  # the assumed 5 steps per question
+    assert est.phases["agent"].calls == 400 * ASSUMPTIONS["agent_steps"]  # the assumed steps per question
     assert est.phases["judge"].calls == judge_calls_by_hand(complete.questions)
     assert est.calls == sum(p.calls for p in est.phases.values())
     text = format_estimate(est, settings(mode="complete"))
     assert "complete set, 400 questions" in text and "conv20:" in text
     # the complete set, like full, has no default cap: the estimate says so, and a capped run is within it
-    assert "the complete set has no default spend cap" in text
+    assert "no spend cap set (a run of this set on a paid endpoint needs --beam-max-calls" in text
+    assert "the complete set has no default spend cap" in est.over_cap(settings(mode="complete"))
     assert est.over_cap(settings(mode="complete", max_calls="100000", max_tokens="100000000")) is None
 
 
