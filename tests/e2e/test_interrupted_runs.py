@@ -23,6 +23,11 @@ from tests.model_server import Reply, ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 PAID = 4  # calls answered before the gate
+# A run started from a terminal takes Ctrl-C; one started by a shell script's `&` inherits SIGINT
+# ignored, and exec keeps that: the run then never sees the test's Ctrl-C (this is how CI was
+# launched by hand once, and the run ended in model errors instead of an interrupt).
+AS_FROM_A_TERMINAL = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                      "sys.exit(pytest.console_main())")
 
 
 class GatedModel(ScriptedBeamModel):
@@ -55,7 +60,7 @@ class GatedModel(ScriptedBeamModel):
 
 def start(tmp_path, server, beam_data_dir, select: str, workers: int | None):
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
+    cmd = [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
            "-k", select, f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}",
            "--beam-model=scripted", "--beam-neo4j=local", "--beam-cache=off", "--beam-max-retries=0",
            "--beam-concurrency=1", "--beam-timeout=600", f"--beam-results={tmp_path / 'results'}",
