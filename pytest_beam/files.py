@@ -9,6 +9,7 @@ may start together holds a lock (``filelock``, the same library huggingface_hub 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -30,6 +31,15 @@ def atomic_write(path: Path, data: bytes | str, *, fsync: bool = False) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (pinned model and vocabulary files)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager

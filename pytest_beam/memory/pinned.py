@@ -6,9 +6,12 @@ would move chunk boundaries (and so every prompt), a changed model file is code 
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 from pathlib import Path
+
+from ..files import sha256_of
+
+__all__ = ["PinnedFileMismatch", "sha256_of", "verified"]
 
 
 class PinnedFileMismatch(RuntimeError):
@@ -19,14 +22,6 @@ class PinnedFileMismatch(RuntimeError):
             f"{path} is not the file pytest-beam pins: sha256 {actual}, expected {expected}. "
             "It was changed or replaced; reinstall the package that ships it.")
         self.path = path
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @lru_cache(maxsize=16)
