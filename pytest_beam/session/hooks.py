@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import collection
+from .progress import show_line
 from .state import BeamSession
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class BeamSessionPlugin:
 
         def say(line: str) -> None:
             if reporter is not None:
-                reporter.write_line(line)
+                show_line(reporter, line)
 
         self.endpoint = RunEndpoint()
         try:

@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 
 
+def show_line(reporter: pytest.TerminalReporter, line: str) -> None:
+    """A progress line, flushed: stdout redirected to a file (CI logs, `> run.log`) is
+    block-buffered, and the line must be there while the step it describes runs."""
+    reporter.write_line(line)
+    reporter.flush()
+
+
 class ProgressRelay:
     """On the xdist controller: print the workers' progress lines as they appear."""
 
@@ -31,7 +38,7 @@ class ProgressRelay:
             complete = text[: text.rfind("\n") + 1]
             self.offsets[path] = offset + len(complete.encode("utf-8"))
             for line in complete.splitlines():
-                self.reporter.write_line(line)
+                show_line(self.reporter, line)
 
     def stop(self) -> None:
         self.stopped.set()

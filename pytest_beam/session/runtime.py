@@ -143,8 +143,10 @@ class Runtime:
         reporter = self.session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is None:
             return
+        from .progress import show_line
+
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            reporter.write_line(line)
+            show_line(reporter, line)
 
     # ------------------------------------------------------------ services
 
