@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from retrieval_rank import (BM25Ranker, Corpus, VectorCache, dense_scores, expand, make_cache, order, rrf,
+import numpy as np
+from retrieval_rank import (BM25Ranker, Corpus, VectorCache, dense_scores, expand, head, make_cache, order, rrf,
                             scripted_statements, statement_ranking)
 
 
@@ -30,12 +31,15 @@ class Config:
     w_extra: float = 1.0
     w_stmt: float = 0.0  # weight of the statements list (scripted extractions), 0: not used
     user_weight: float = 1.0  # multiplies a user turn's fused score (BEAM's evidence is mostly user turns)
+    prf: float = 0.0  # pseudo-relevance feedback: query vector + prf x mean of the top prf_m hits' vectors
+    prf_m: int = 3
 
     def describe(self) -> str:
         lex = {"lucene": "Lucene full-text", "bm25": "bm25s", "none": "no lexical list"}[self.lexical]
         extra = f" + dense {self.extra_dense} x{self.w_extra:g}" if self.extra_dense else ""
         extra += f" + statements x{self.w_stmt:g}" if self.w_stmt else ""
         user = f", user turns x{self.user_weight:g}" if self.user_weight != 1.0 else ""
+        user += f", feedback x{self.prf:g} from the top {self.prf_m}" if self.prf else ""
         nbr = "" if self.nbr == "none" else f", neighbours {self.nbr}{' first' if self.nbr_first else ''}"
         return (f"{lex} x{self.w_lex:g} + dense {self.dense} ({self.embedder}) x{self.w_dense:g}{extra}, "
                 f"RRF k={self.rrf_k:g}, depth {self.depth}{user}{nbr}")
@@ -85,6 +89,19 @@ class Ranker:
             self._dense[key] = order(dense_scores(self.cache(embedder), self.corpus, query, unit), self.corpus, 200)
         return self._dense[key]
 
+    def feedback_dense(self, query: str, cfg: Config, seeds: list[int]) -> list[int]:
+        """Rocchio on the message vectors: no model call, only vectors ingest already has."""
+        kind, _, words = cfg.dense.partition(":")
+        if kind != "head":
+            raise ValueError(f"feedback needs head vectors, not {cfg.dense!r}")
+        cache = self.cache(cfg.embedder)
+        q = cache.embed([query], "query")[0]
+        vecs = cache.embed([head(t, int(words)) for t in self.corpus.texts])
+        rows = [self.corpus.position[m] for m in seeds]
+        moved = q + cfg.prf * vecs[rows].mean(axis=0)
+        moved /= max(float(np.linalg.norm(moved)), 1e-9)
+        return order(vecs @ moved, self.corpus, 200)
+
     def statements(self, query: str, embedder: str) -> list[int]:
         if self._statements is None:
             self._statements = scripted_statements(self.documents)
@@ -109,6 +126,9 @@ class Ranker:
             c = self.corpus
             boost = {mid: cfg.user_weight for mid, role in zip(c.ids, c.roles) if role == "user"}
         fused = rrf(lists, cfg.rrf_k, weights, boost)
+        if cfg.prf:  # a second pass: the dense list again, its query moved towards the first pass's top hits
+            lists["dense"] = self.feedback_dense(query, cfg, fused[:cfg.prf_m])[:cfg.depth]
+            fused = rrf(lists, cfg.rrf_k, weights, boost)
         return expand(self.corpus, fused, cfg.nbr, cfg.nbr_first) if cfg.nbr != "none" else fused
 
 

@@ -67,6 +67,10 @@ def grid(name: str, base: Config) -> dict[str, Config]:
         for w in (0.5, 1.0, 2.0):
             out[f"statements x{w:g}"] = replace(base, w_stmt=w)
             out[f"statements x{w:g} user x2.5"] = replace(base, w_stmt=w, user_weight=2.5)
+    elif name == "feedback":
+        for beta in (0.25, 0.5, 1.0):
+            for m in (1, 3, 5):
+                out[f"feedback x{beta:g} top {m}"] = replace(base, prf=beta, prf_m=m)
     elif name == "methods":
         out.update(METHODS)
     else:
