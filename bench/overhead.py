@@ -177,12 +177,15 @@ def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
     busy = sum(seconds.values())
     questions = len(record["questions"])
     waiting = waiting_ingest + waiting_answer
+    agent_prompts = sorted(q["usage"]["agent"]["prompt_tokens"] for q in record["questions"]
+                           if q.get("usage", {}).get("agent"))
     return {"workers": workers, "wall": wall, "usage": usage, "seconds": seconds, "questions": questions,
             "own_per_question": max(0.0, busy - waiting) / questions,
             "own_wall_per_question": max(0.0, wall - waiting / workers) / questions,
             "outcomes": {o: sum(q["outcome"] == o for q in record["questions"]) for o in ("passed", "failed", "error")},
             "cpu_total": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-            "cpu_by_kind": tree.by_kind(), "saturated": tree.saturated_seconds(started)}
+            "cpu_by_kind": tree.by_kind(), "saturated": tree.saturated_seconds(started),
+            "agent_prompts": agent_prompts}
 
 
 def ingest_once(server_url: str, documents, concurrency: int, work: Path, embedder) -> float:
@@ -213,6 +216,13 @@ def print_run(latency: float, r: dict) -> None:
               f"{u.get('seconds', 0.0):>10.1f}{phase_s:>10.1f}")
     print(f"   harness own time per question: {r['own_wall_per_question']:.2f} s of wall clock, "
           f"{r['own_per_question']:.2f} s of worker time (summed over workers)")
+    prompts = r["agent_prompts"]
+    if prompts:  # what the agent put in front of its model per question, all its steps summed
+        from pytest_beam.results.aggregate import percentile
+
+        print(f"   agent prompt tokens per question: mean {sum(prompts) / len(prompts):,.0f}, "
+              f"p95 {percentile(prompts, 0.95):,.0f}, "
+              f"max {prompts[-1]:,} ({len(prompts)} questions)")
     cores = os.cpu_count() or 1
     kinds = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["cpu_by_kind"].items(), key=lambda kv: -kv[1]))
     answering = sum(r["usage"].get(p, {}).get("seconds", 0.0) for p in ("agent", "judge")) / r["workers"]

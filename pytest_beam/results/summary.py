@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .aggregate import percentile
 from .compare import changed_questions, comparison_warnings
 from .comparison_text import render_comparison
 from .schema import RunRecord
@@ -145,6 +146,10 @@ def render_summary(record: RunRecord) -> list[str]:
         calls = [q.agent_calls for q in ran]
         out.append("")
         out.append(f"agent calls per question: mean {sum(calls) / len(calls):.1f}, max {max(calls)} ({len(calls)} questions)")
+        prompts = [q.usage["agent"].prompt_tokens for q in ran if "agent" in q.usage and q.usage["agent"].calls]
+        if prompts:  # live calls only: a cassette or cache records what a call cost, not what it was sent
+            out.append(f"agent prompt tokens per question: mean {sum(prompts) / len(prompts):,.0f}, "
+                       f"p95 {percentile(prompts, 0.95):,.0f} ({len(prompts)} questions, live calls)")
 
     if record.graph:
         out.append("")

@@ -51,6 +51,8 @@ def test_summary_rows_and_sections():
     assert row(lines, "judge", 7)[:7] == ["judge", "7", "3", "0", "4,200", "280", "4.2"]
     assert row(lines, "total")[:6] == ["total", "33", "5", "0", "52,400", "4,590"]
     assert "agent calls per question: mean 3.0, max 4" in text
+    # 1,800 prompt tokens per agent call, 3 / 2 / 4 calls: what the agent put in front of its model
+    assert "agent prompt tokens per question: mean 5,400, p95 7,200 (3 questions, live calls)" in text
     assert row(lines, "conv1")[:5] == ["conv1", "7", "5", "6", "1"]
     assert "partial run" not in text
 
