@@ -10,11 +10,12 @@ kept graph (services start an empty one for each conversation).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..data.records import Document
 from ..system import IngestReport
@@ -88,7 +89,7 @@ def ingest_documents(
     # before the end, so they are made while resolution and updates wait on the model.
     cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed")
     entity_cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beam-embed-entities")
-    with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="beam-ingest") as pool:
+    with _extraction_pool(max(1, config.concurrency)) as pool:
         extracting: dict[Future, int] = {pool.submit(extract_chunk, models, chunk, config.extraction_max_tokens): n
                                          for n, chunk in enumerate(chunks)}
         embedding: dict[Future, list[int]] = {}
@@ -178,6 +179,23 @@ def ingest_documents(
         seconds=seconds, notes=notes,
     )
     return report
+
+
+@contextlib.contextmanager
+def _extraction_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """The extraction calls' threads. On Ctrl-C a call in flight is abandoned, not waited out: an
+    embedded model's call can take minutes, and the run must end and write its record (the
+    agent's and the judge's calls, made on the main thread, are abandoned the same way). After
+    any other failure the calls in flight are waited for, so each one paid for is metered."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="beam-ingest")
+    interrupted = False
+    try:
+        yield pool
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def _messages_of(documents: list[Document]) -> list[dict[str, Any]]:

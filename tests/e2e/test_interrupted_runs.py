@@ -3,8 +3,10 @@ SIGTERM and when every ingest fails, in one process and under xdist.
 
 The scripted model answers the first calls, then holds every further call at a gate: once each
 process of the run waits there, every call it was paid for has been metered (one request in
-flight per process, --beam-concurrency=1), and the test sends the signal. The gate then drops
-the held calls (a connection error is not a paid call), so the record's count is exact.
+flight per process, --beam-concurrency=1), and the test sends the signal. The record must appear
+while the held calls are still held (a call in flight is abandoned, not waited out: an embedded
+model's call can take minutes); the gate then drops them (a connection error is not a paid
+call), so the record's count is exact.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -71,6 +74,14 @@ def start(tmp_path, server, beam_data_dir, select: str, workers: int | None):
                             env=dict(os.environ), start_new_session=True)
 
 
+def the_record_appears(tmp_path, proc, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not list((tmp_path / "results").glob("*/record.json")):
+        assert proc.poll() is None, "the run ended without a record"
+        assert time.monotonic() < deadline, "no record while the interrupted run's model calls are held"
+        time.sleep(0.2)
+
+
 def the_record(tmp_path) -> dict:
     records = list((tmp_path / "results").glob("*/record.json"))
     assert len(records) == 1, records
@@ -94,7 +105,10 @@ def test_an_interrupted_run_writes_a_record_with_every_paid_call(tmp_path, beam_
                 os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole group
             else:
                 proc.send_signal(signal.SIGTERM)  # `kill PID`: the controller only
-            model.gate.set()  # the held calls end unanswered (a call in flight is not waited out)
+            # A call in flight is abandoned, not waited out: the record is written while the held
+            # calls are still held (the embedded model's calls can take minutes each).
+            the_record_appears(tmp_path, proc)
+            model.gate.set()  # the held calls end unanswered
             out, _ = proc.communicate(timeout=600)
         finally:
             model.gate.set()
