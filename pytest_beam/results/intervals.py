@@ -65,7 +65,7 @@ def conversation_of(question_id: str) -> str:
 
 
 def _clusters(scores: Mapping[str, float], cluster_of: Callable[[str], str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster (in first-seen order): the sum of its scores and its number of questions."""
+    """Per cluster (in conversation order): the sum of its scores and its number of questions."""
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     for qid, score in scores.items():
@@ -75,7 +75,13 @@ def _clusters(scores: Mapping[str, float], cluster_of: Callable[[str], str]) -> 
         key = cluster_of(qid)
         sums[key] = sums.get(key, 0.0) + value
         counts[key] = counts.get(key, 0) + 1
-    return np.array(list(sums.values()), dtype=float), np.array(list(counts.values()), dtype=float)
+    keys = sorted(sums, key=_cluster_order)  # not first-seen: a record's order is its workers' finishing order
+    return np.array([sums[k] for k in keys], dtype=float), np.array([counts[k] for k in keys], dtype=float)
+
+
+def _cluster_order(key: str) -> tuple[int, int, str]:
+    """Conversation ids in numeric order ("2" before "10"), any other cluster name after them."""
+    return (0, int(key), key) if key.isdigit() else (1, 0, key)
 
 
 def resample_draws(clusters: int, resamples: int, seed: int) -> np.ndarray:
@@ -105,7 +111,7 @@ def cluster_bootstrap(scores: Mapping[str, float], *, level: float = 0.95, resam
     Each resample draws as many clusters as there are, with replacement, and takes the mean over
     every question of the drawn clusters (a conversation drawn twice counts twice). The interval is
     the ``(1-level)/2`` and ``(1+level)/2`` quantiles of the resampled means. ``draws`` replaces
-    the random draws (rows of cluster indices, clusters in first-seen order), for exact checks.
+    the random draws (rows of cluster indices, clusters in conversation order), for exact checks.
     """
     _check(level, resamples)
     if not scores:
