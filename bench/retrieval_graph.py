@@ -1,0 +1,162 @@
+"""What the built-in agent's tools show for each question, on graphs the product's ingest built.
+
+bench/retrieval.py ranks messages only. Here every conversation goes through the product's own
+ingest (``ingest_documents``: chunks, extraction, entity resolution, updates, embeddings) into a
+real local Neo4j, and each question is put to the agent's tools as the agent would call them:
+
+* ``first search``: the ``hybrid_search`` tool with the question text and its defaults (10 hits,
+  messages and statements): the agent's first call. Recall at 10 distinct messages, a statement
+  hit counting for the messages it cites. ``messages only`` is the same call with kind=messages
+  (what bench/retrieval.py's ``product`` row measures, here on the ingested graph).
+* ``graph tools``: ``entity_statements`` and ``timeline`` given each entity that extraction finds
+  in the question, as the tools return them (cut to what the agent would see). Their recall alone,
+  and added to the first search, with the number of distinct messages they add.
+
+The extraction model is the scripted instant extractor of bench/ingest_cost.py, run on the real
+chunk prompts and on the question as a one-message excerpt: capitalised names, measures, rules
+and preferences of the text, deterministic. A real model's entities and statements differ (they
+resolve "my sister", rewrite facts), so these rows show what the tools can add on graphs of this
+shape, not a real model's graph. Dev and held-out groups as in bench/retrieval.py.
+
+    .venv/bin/python bench/retrieval_graph.py --conversations all [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ingest_cost import responder, scripted_extraction  # noqa: E402
+from retrieval_data import groups_for, load_conversations, mean_se, recall  # noqa: E402
+
+ROWS = ("first search", "first search, messages only", "graph tools", "first search + graph tools")
+GRAPH_TOOLS = (("entity_statements", "name"), ("timeline", "topic"))
+
+
+def question_entities(question: str) -> list[str]:
+    """The entity names the scripted extractor finds in the question, as a one-message excerpt."""
+    reply = scripted_extraction(f"<excerpt>\n[message 0, user] {question}\n</excerpt>")
+    return [e["name"] for e in reply["entities"]]
+
+
+def _clear(driver, database: str) -> None:
+    from pytest_beam.services.access import run_write
+
+    while run_write(driver, database, "MATCH (n) WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS c")[0]["c"]:
+        pass
+
+
+def measure_conversation(conv, driver, database: str, client, embedder) -> dict[str, dict]:
+    """{question id: {row: (recall@10 or recall of everything shown), added, entities, ability}}."""
+    from pytest_beam.data.markers import strip_document
+    from pytest_beam.memory.ingest import IngestConfig, ingest_documents
+    from pytest_beam.memory.tools import ToolBox
+
+    _clear(driver, database)
+    ingest_documents(driver, database, [strip_document(d) for d in conv.documents], client, embedder,
+                     IngestConfig())
+    tools = ToolBox(driver, database, embedder)
+    out: dict[str, dict] = {}
+    for q in conv.questions:
+        sources = set(q.source_message_ids)
+        first = tools.call("hybrid_search", {"query": q.question})
+        first_ten = _distinct(first.message_ids)[:10]
+        messages = tools.call("hybrid_search", {"query": q.question, "kind": "messages"})
+        names = question_entities(q.question)
+        shown: list[int] = []
+        for name in names:
+            for tool, arg in GRAPH_TOOLS:
+                result = tools.call(tool, {arg: name})
+                if result.is_error:
+                    raise RuntimeError(f"{tool}({name!r}) on conversation {conv.id}: {result.text[:300]}")
+                shown += result.message_ids
+        graph = _distinct(shown)
+        both = _distinct(first_ten + graph)
+        out[q.id] = {
+            "first search": recall(sources, first_ten, 10),
+            "first search, messages only": recall(sources, messages.message_ids, 10),
+            "graph tools": recall(sources, graph, len(graph) or 1) if graph else 0.0,
+            "first search + graph tools": recall(sources, both, len(both)),
+            "added": len(both) - len(first_ten), "entities": len(names), "ability": q.ability,
+        }
+    return out
+
+
+def _distinct(ids: list[int]) -> list[int]:
+    return list(dict.fromkeys(ids))
+
+
+def print_group(group: str, rows: dict[str, dict]) -> dict[str, float]:
+    qids = list(rows)
+    print(f"\n### {group}: {len(qids)} questions (recall ± standard error; graph tools: everything they show)\n")
+    print("| ability | n | " + " | ".join(ROWS) + " | messages added (mean) | questions with an entity |")
+    print("|---|---|" + "---|" * (len(ROWS) + 2))
+    abilities = sorted({r["ability"] for r in rows.values()})
+    for ability in [*abilities, "all"]:
+        sub = [q for q in qids if ability == "all" or rows[q]["ability"] == ability]
+        cells = [f"{mean_se([rows[q][name] for q in sub])[0]:.3f} ± {mean_se([rows[q][name] for q in sub])[1]:.3f}"
+                 for name in ROWS]
+        added = sum(rows[q]["added"] for q in sub) / len(sub)
+        with_entity = sum(1 for q in sub if rows[q]["entities"]) / len(sub)
+        label = f"**{ability}**" if ability == "all" else ability
+        print(f"| {label} | {len(sub)} | " + " | ".join(cells) + f" | {added:.1f} | {with_entity:.0%} |")
+    return {name: round(mean_se([rows[q][name] for q in qids])[0], 4) for name in ROWS} | {
+        "added": round(sum(rows[q]["added"] for q in qids) / len(qids), 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(REPO.parent / "shared" / "beam")))
+    parser.add_argument("--conversations", default="all", help="dev, heldout or all (both, side by side)")
+    parser.add_argument("--only", default="", help="comma-separated conversation ids (a quick look)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object of the means as the last line")
+    args = parser.parse_args()
+
+    from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
+    from pytest_beam.memory.embeddings import make_embedder
+    from pytest_beam.services import open_driver, select_provider
+    from tests.model_server import ScriptedModelServer
+
+    started = time.monotonic()
+    groups = groups_for(args.conversations)
+    convs = load_conversations(Path(args.data), groups)
+    if args.only:
+        convs = [c for c in convs if c.id in set(args.only.split(","))]
+    embedder = make_embedder("local")
+    results: dict[str, dict[str, dict]] = {g: {} for g in groups}
+    service = select_provider("local").create("bench-retrieval-graph")
+    conn = service.start()
+    driver = open_driver(conn, notifications_min_severity="OFF")
+    try:
+        with ScriptedModelServer(responder=responder) as server:
+            client = ModelClient(EndpointConfig(base_url=server.base_url, max_retries=0, concurrency=4),
+                                 RoleModels(agent="bench-agent", extraction="bench-extractor",
+                                            resolution="bench-resolver"))
+            try:
+                for conv in convs:
+                    t0 = time.monotonic()
+                    results[conv.group].update(measure_conversation(conv, driver, conn.database, client, embedder))
+                    print(f"  conv {conv.id} ({conv.group}): {len(conv.questions)} questions, "
+                          f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+            finally:
+                client.close()
+    finally:
+        driver.close()
+        service.stop()
+    summary = {group: print_group(group, rows) for group, rows in results.items() if rows}
+    print(f"\n({time.monotonic() - started:.0f} s)")
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
