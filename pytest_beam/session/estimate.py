@@ -26,10 +26,11 @@ ASSUMPTIONS = {
     "resolution_prompt_tokens": 550,
     "resolution_completion_tokens": 120,
     # model steps per question, tools and the final answer included, and what one tool result adds
-    # to the agent's context: measured 3.0 steps and 3,091 prompt tokens per question on the full
-    # set (scripted agent, bench/overhead.py's run; p95 3,780) and 2.5 steps and 4,160 tokens on
-    # the lite set with the embedded model (the committed cassette's recording); these give ~5,450
-    # per question, above both, where 5 steps x 700 gave ~14,600
+    # to the agent's context: measured 3.0 steps and 3,390 prompt tokens per question on the full
+    # set (scripted agent, bench/overhead.py's run; p95 4,033), 3,224 on the complete set (p95
+    # 4,053), and 2.5 steps and 4,160 tokens on the lite set with the embedded model (a fresh-clone
+    # run and the cassette's recording); these give ~5,450 per question, above all three, where
+    # 5 steps x 700 gave ~14,600
     "agent_steps": 3,
     "tool_result_tokens": 300,
     "agent_completion_tokens": 120,
