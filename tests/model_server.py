@@ -23,7 +23,9 @@ deterministic unit vector per input text (``embedding_dim`` wide, derived from i
 
 Every request is recorded (``server.requests``, ``server.chat_requests``,
 ``server.request_count``; each a :class:`RecordedRequest` with the parsed JSON ``body``), the
-number of requests handled at the same time is measured (``server.max_in_flight``), and the
+number of requests held at the same time is measured (``server.max_in_flight``: from arrival
+until the reply starts, so a client that sends its next request the moment it has a reply is
+not counted twice), and the
 token usage of every 200 reply is summed (``server.served_usage``).
 
 Default usage per reply, unless the :class:`Reply` overrides it (``usage=`` or ``no_usage=``):
@@ -154,6 +156,7 @@ class RecordedRequest:
     body: Any
     received_at: float
     status: int = 0
+    answering: bool = False  # its reply has started: no longer counted in flight
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -375,9 +378,11 @@ class ScriptedModelServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
-    def _done(self) -> None:
+    def _done(self, req: RecordedRequest) -> None:
         with self._lock:
-            self.in_flight -= 1
+            if not req.answering:
+                req.answering = True
+                self.in_flight -= 1
 
     def _next_chat_reply(self, body: dict[str, Any]) -> Reply | None:
         rf = body.get("response_format") or {}
@@ -515,13 +520,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._reply(req, server._next_embedding_reply(body), kind="embeddings")
             return self._reply(req, Reply.fail(404, f"unknown path {self.path}"))
         finally:
-            server._done()
+            server._done(req)
 
     def _reply(self, req: RecordedRequest, reply: Reply, kind: str | None = None) -> None:
         server = self.scripted
         wait = server.latency + reply.delay
         if wait > 0:
             time.sleep(wait)
+        server._done(req)
         if reply.drop:
             req.status = -1
             try:

@@ -10,6 +10,7 @@ as the built-in one does, then skips: nothing needs a model answer.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -90,11 +91,13 @@ def test_first_steps_say_what_they_do_and_leave_no_empty_run_folder(project, bea
                "--beam-max-tokens=100000000", "--beam-neo4j-start-timeout=600", env={"BEAM_CACHE_DIR": str(cache)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     out = proc.stdout.splitlines()
-    prefix = "[gw0] " if workers else ""
+    # the conversation's worker, whichever it is ("[gw0] " or "[gw1] "), or nothing in one process
+    prefix = re.compile(r"\[gw\d+\] " if workers else "")
     jars = [line for line in out if "Neo4j: resolving the Neo4j 5.26.30 jars with Maven into ~/.m2 (about 130 MB" in line]
     embedder = [line for line in out if f"embedder: building the int8 MiniLM model once into {cache}" in line]
-    assert len(jars) == 1 and jars[0].startswith(prefix), out
-    assert len(embedder) == 1 and embedder[0].startswith(prefix), out
+    assert len(jars) == 1 and prefix.match(jars[0]), out
+    assert len(embedder) == 1 and prefix.match(embedder[0]), out
+    assert prefix.match(jars[0]).group(0) == prefix.match(embedder[0]).group(0)  # one worker took both steps
     assert out.index(embedder[0]) < out.index(jars[0])  # each line before its step, as the probe takes them
     assert (cache / "neo4j-5.26.30" / "classpath.txt").is_file()
     assert not (project / "results").exists() or not any((project / "results").iterdir()), \
