@@ -151,9 +151,11 @@ class _Run:
     def model_step(self, mode: str, *, text: str | None, tool_calls: list[dict[str, Any]],
                    finish_reason: str | None = None, usage: Any = None, final: bool = False) -> None:
         self.model_calls += 1
+        # a cached or replayed call reports no prompt it was sent (its usage is recorded, not
+        # spent): the context is then not measured (None), never a silent 0
         prompt_tokens = getattr(usage, "prompt_tokens", None)
-        if isinstance(prompt_tokens, int):
-            self.last_prompt_tokens = prompt_tokens
+        live = bool(getattr(usage, "calls", 0))
+        self.last_prompt_tokens = prompt_tokens if live and isinstance(prompt_tokens, int) else None
         entry: dict[str, Any] = {"type": "model", "step": self.model_calls, "mode": mode,
                                  "text": self._cut(text), "tool_calls": tool_calls,
                                  "finish_reason": finish_reason, "final": final}

@@ -41,3 +41,6 @@ def test_committed_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
     assert got == recorded["scores"]
     assert set(record["models"].values()) == {recorded["model"]}  # from the cassette's header
     assert record["usage"].get("agent", {}).get("calls", 0) == 0  # nothing went to a network
+    # a replayed call reports no prompt it was sent: the context is not measured, never a 0
+    assert {q["context_tokens"] for q in record["questions"]} == {None}
+    assert "context tokens per question" not in proc.stdout
