@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_cost import responder, scripted_extraction  # noqa: E402
 from retrieval_data import groups_for, load_conversations, mean_se, recall  # noqa: E402
+from retrieval_neo4j import _clear  # noqa: E402
 
 ROWS = ("first search", "first search, messages only", "graph tools", "first search + graph tools")
 GRAPH_TOOLS = (("entity_statements", "name"), ("timeline", "topic"))
@@ -45,13 +46,6 @@ def question_entities(question: str) -> list[str]:
     """The entity names the scripted extractor finds in the question, as a one-message excerpt."""
     reply = scripted_extraction(f"<excerpt>\n[message 0, user] {question}\n</excerpt>")
     return [e["name"] for e in reply["entities"]]
-
-
-def _clear(driver, database: str) -> None:
-    from pytest_beam.services.access import run_write
-
-    while run_write(driver, database, "MATCH (n) WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS c")[0]["c"]:
-        pass
 
 
 def measure_conversation(conv, driver, database: str, client, embedder) -> dict[str, dict]:
@@ -102,8 +96,7 @@ def print_group(group: str, rows: dict[str, dict]) -> dict[str, float]:
     abilities = sorted({r["ability"] for r in rows.values()})
     for ability in [*abilities, "all"]:
         sub = [q for q in qids if ability == "all" or rows[q]["ability"] == ability]
-        cells = [f"{mean_se([rows[q][name] for q in sub])[0]:.3f} ± {mean_se([rows[q][name] for q in sub])[1]:.3f}"
-                 for name in ROWS]
+        cells = ["{:.3f} ± {:.3f}".format(*mean_se([rows[q][name] for q in sub])) for name in ROWS]
         added = sum(rows[q]["added"] for q in sub) / len(sub)
         with_entity = sum(1 for q in sub if rows[q]["entities"]) / len(sub)
         label = f"**{ability}**" if ability == "all" else ability
