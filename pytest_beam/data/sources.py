@@ -64,6 +64,30 @@ def check_pin(path: Path, expected: str, fix: str) -> None:
         )
 
 
+def git_blob_sha1(path: Path) -> str:
+    """What `git hash-object FILE` prints: sha1 of "blob <size>\\0" and the content."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_upstream_file(path: Path, pin: pins.FilePin) -> None:
+    """By sha256 where one is pinned, else by the upstream git blob id (a clone of the upstream
+    repository is then checked byte for byte too)."""
+    fix = "The file differs from BEAM at the pinned commit; restore it."
+    if pin.sha256 is not None:
+        check_pin(path, pin.sha256, fix)
+        return
+    actual = git_blob_sha1(path)
+    if actual != pin.git_blob_sha1:
+        raise BeamDataError(
+            f"git blob id mismatch for {path}: expected {pin.git_blob_sha1} (upstream "
+            f"{pin.path} at {pins.UPSTREAM_COMMIT[:12]}), got {actual}. {fix}"
+        )
+
+
 # ---------------------------------------------------------------- raw -> records
 
 def _parse_date(anchor: str | None, where: str) -> dt.date | None:
@@ -155,9 +179,9 @@ def build_corpus(source: str, raws: Iterable[tuple[RawConversation, str]], known
 # ---------------------------------------------------------------- local directory
 
 def load_local(root: Path, conversation_ids: Iterable[str], known_bad: dict[str, str],
-               pinned: dict[str, str] | None = None) -> BeamCorpus:
+               pinned: dict[str, pins.FilePin] | None = None) -> BeamCorpus:
     """Read conversations from a directory in the upstream layout, every file hash-checked."""
-    pinned = pins.LOCAL_SHA256 if pinned is None else pinned
+    pinned = pins.UPSTREAM_FILES if pinned is None else pinned
     root = Path(root)
     if not root.is_dir():
         raise BeamDataError(
@@ -174,8 +198,8 @@ def load_local(root: Path, conversation_ids: Iterable[str], known_bad: dict[str,
             if not path.is_file():
                 raise BeamDataError(f"{path} is missing from the BEAM data directory {root}.")
             if rel not in pinned:
-                raise BeamDataError(f"{rel} has no pinned sha256 in pytest_beam.data.pins.")
-            check_pin(path, pinned[rel], "The file differs from BEAM at the pinned commit; restore it.")
+                raise BeamDataError(f"{rel} is not pinned in pytest_beam/data/{pins.PINS_FILE}.")
+            check_upstream_file(path, pinned[rel])
             try:
                 files[rel] = json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:

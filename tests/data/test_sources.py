@@ -82,9 +82,49 @@ def test_one_byte_change_to_a_pinned_file_names_the_file(tmp_path, beam_data_dir
 
 
 def test_every_local_file_is_pinned_and_matches(beam_data_dir):
+    """Every file of the offline copy, all tiers, has a sha256 pin and matches it."""
     files = sorted(str(p.relative_to(beam_data_dir)) for p in (beam_data_dir / "chats").rglob("*.json"))
     assert files == sorted(pins.LOCAL_SHA256)
     assert all(sha(beam_data_dir / rel) == digest for rel, digest in pins.LOCAL_SHA256.items())
+    assert {rel.split("/")[1] for rel in files} >= {"100K", "500K", "1M"}
+
+
+def test_the_pins_table_is_the_copys_own_listing(beam_data_dir):
+    """Sizes and git blob ids of all four tiers as UPSTREAM-FILES.tsv lists them, sha256 as SHA256SUMS."""
+    import csv
+
+    with (beam_data_dir / "UPSTREAM-FILES.tsv").open() as fh:
+        listed = {r["path"]: r for r in csv.DictReader(fh, delimiter="\t")}
+    sums = dict(reversed(line.split(None, 1)) for line in (beam_data_dir / "SHA256SUMS").read_text().splitlines())
+    sums = {path.strip(): digest for path, digest in sums.items()}
+    assert sorted(pins.UPSTREAM_FILES) == sorted(listed)
+    for path, pin in pins.UPSTREAM_FILES.items():
+        size = listed[path]["bytes"]
+        assert (pin.size, pin.git_blob_sha1) == (int(size) if size.isdigit() else None, listed[path]["git_blob_sha1"]), path
+        assert pin.sha256 == sums.get(path), path
+    tiers = {path.split("/")[1] for path in pins.UPSTREAM_FILES}
+    assert tiers == {"100K", "500K", "1M", "10M"}
+
+
+def test_a_file_pinned_by_git_blob_only_is_checked_byte_for_byte(tmp_path, beam_data_dir):
+    """A file the offline copy lacks (1M, 10M) is pinned by its upstream git blob id: a user's
+    clone of the upstream repository is checked against it, and a one-byte change is named."""
+    from pytest_beam.data.sources import check_upstream_file, git_blob_sha1
+
+    rel = "chats/100K/17/chat.json"
+    pin = pins.UPSTREAM_FILES[rel]
+    blob_only = pins.FilePin(pin.path, pin.size, pin.git_blob_sha1, None)
+    copy = tmp_path / "chat.json"
+    copy.write_bytes((beam_data_dir / rel).read_bytes())
+    assert git_blob_sha1(copy) == pin.git_blob_sha1
+    check_upstream_file(copy, blob_only)
+    data = bytearray(copy.read_bytes())
+    data[100] ^= 0x01
+    copy.write_bytes(bytes(data))
+    with pytest.raises(BeamDataError) as err:
+        check_upstream_file(copy, blob_only)
+    message = str(err.value)
+    assert str(copy) in message and pin.git_blob_sha1 in message and git_blob_sha1(copy) in message
 
 
 def test_missing_directory_says_how_to_fix(tmp_path):
