@@ -76,17 +76,44 @@ def _optional_int(value: str) -> int | None:
     return None if str(value).strip().lower() in {"", "none", "unlimited"} else int(value)
 
 
+NEO4J_PROVIDERS = ("auto", "docker", "local")
+
+
+def _neo4j_spec(value: str) -> str:
+    """A provider name or a bolt URI; checked here so a typo stops the run at start, not at the
+    first conversation's fixture."""
+    from .services.external import BOLT_SCHEMES, is_bolt_uri
+
+    spec = str(value).strip()
+    if spec.lower() in NEO4J_PROVIDERS:
+        return spec.lower()
+    if is_bolt_uri(spec):
+        return spec
+    raise ValueError(f"choose one of {', '.join(NEO4J_PROVIDERS)} or a URI of an existing server "
+                     f"({', '.join(s + '://' for s in BOLT_SCHEMES)})")
+
+
+EMBEDDERS = ("local", "local-export")
+
+
+def _embeddings_spec(value: str) -> str:
+    spec = str(value).strip()
+    if spec in EMBEDDERS or (spec.startswith("endpoint:") and spec[len("endpoint:"):].strip()):
+        return spec
+    raise ValueError(f"choose one of {', '.join(EMBEDDERS)} or endpoint:<model>")
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("mode", "Question set: lite (2 questions, 3 messages), full (100 questions, 5 conversations) or complete (400 questions, all 20 conversations of the 100K split).", "lite", choices=MODES),
     Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None),
-    Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto"),
+    Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto", _neo4j_spec),
     Option("base_url", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1.", None, env=("OPENAI_BASE_URL",)),
     Option("api_key", "API key: environment only (BEAM_API_KEY or OPENAI_API_KEY); no flag and no ini key.", None, env=("OPENAI_API_KEY",), flag=False),
     Option("model", "Model of the agent; the default for every other role.", None),
     Option("extraction_model", "Model for ingest extraction (default: the agent's).", None),
     Option("resolution_model", "Model for entity resolution and updates (default: the agent's).", None),
     Option("judge_model", "Model of the judge (default: the agent's, which biases scores upward).", None),
-    Option("embeddings", "Embeddings: local (in-process MiniLM, MatMuls in int8, built once into ~/.cache/pytest-beam), local-export (the wheel's export as shipped) or endpoint:<model>.", "local"),
+    Option("embeddings", "Embeddings: local (in-process MiniLM, MatMuls in int8, built once into ~/.cache/pytest-beam), local-export (the wheel's export as shipped) or endpoint:<model>.", "local", _embeddings_spec),
     Option("chunk_tokens", "Ingest chunk size in tokens.", 1000, int),
     Option("max_llm_pairs", "Most entity pairs per label sent to the model for resolution.", 500, int),
     Option("concurrency", "Most model requests in flight per endpoint.", 4, int),
@@ -278,6 +305,12 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
     for name in ("chunk_tokens", "concurrency", "agent_steps", "judge_runs", "context_tokens", "retrieval_k"):
         if values[name] < 1:
             raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be at least 1")
+    for name in ("max_calls", "max_tokens", "max_retries", "max_llm_pairs"):
+        if values[name] is not None and values[name] < 0:
+            raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be 0 or more")
+    for name in ("timeout", "agent_timeout", "neo4j_start_timeout"):
+        if not values[name] > 0:
+            raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be more than 0 seconds")
     if values["mode"] == "lite":
         values["max_calls"] = 40 if values["max_calls"] is None else values["max_calls"]
         values["max_tokens"] = 120_000 if values["max_tokens"] is None else values["max_tokens"]

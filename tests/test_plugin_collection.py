@@ -200,24 +200,65 @@ def pytest_collection_finish(session):
     monkeypatch.chdir(sub)
     monkeypatch.setenv("BEAM_CACHE", "env-cache")
     data = os.path.relpath(beam_data_dir, sub)
-    for spelling in (["--beam-data=" + data, "--beam-cassette=cli.jsonl"], ["--beam-data", data, "--beam-cassette", "cli.jsonl"]):
+    for spelling in (["--beam-data=" + data, "--beam-cassette=cli.jsonl"], ["--beam-data=" + data, "--beam-cassette", "cli.jsonl"]):
         result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "--beam-record-mode=all",
                                     f"--rootdir={project}", *spelling)
         assert result.ret == 0, result.outlines
         paths = json.loads((project / "paths.json").read_text())
         assert paths == {"results": str(project / "from-ini"), "cache": str(sub / "env-cache"),
                          "cassette": str(sub / "cli.jsonl")}, spelling
+    # the spaced DIR outside the project: pytest missed the ini even with --rootdir, so it is refused
+    result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", f"--rootdir={project}", "--beam-data", data)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 @pytest.mark.parametrize("spelling", ["joined", "spaced"])
-def test_beam_data_in_both_spellings_keeps_the_projects_ini(pytester, beam_data_dir, spelling):
-    """`--beam-data DIR` (the README's spelling) made pytest take DIR for a test path, move its
-    rootdir and skip the project's ini file: here beam_mode = full would have been lost."""
+def test_beam_data_inside_the_project_works_in_both_spellings(pytester, beam_data_dir, spelling):
+    """A folder inside the project moves nothing: `--beam-data DIR` and `--beam-data=DIR` both keep
+    the project's ini file (here beam_mode = full, which would otherwise be lost)."""
     pytester.makeini("[pytest]\nbeam_mode = full\nbeam_results = from-ini\n")
+    (pytester.path / "beam").symlink_to(beam_data_dir)
+    flags = ["--beam-data=beam"] if spelling == "joined" else ["--beam-data", "beam"]
+    result, ids = collect(pytester, *flags)
+    assert len(ids) == 100, result.outlines[-5:]
+
+
+def test_beam_data_outside_the_project_spaced_is_refused_naming_the_joined_spelling(pytester, beam_data_dir):
+    """`--beam-data DIR` with DIR outside the project (CI's layout, ../shared/beam) moved pytest's
+    rootdir to a common parent and dropped the project's ini file; it is now one usage error that
+    says to write `--beam-data=DIR`, and the joined spelling keeps the project."""
+    pytester.makeini("[pytest]\nbeam_mode = full\n")
     data = os.path.relpath(beam_data_dir, pytester.path)
-    flags = [f"--beam-data={data}"] if spelling == "joined" else ["--beam-data", data]
-    _, ids = collect(pytester, *flags)
-    assert len(ids) == 100
+    assert data.startswith("..")
+    result, ids = collect(pytester, "--beam-data", data)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and ids == []
+    text = "\n".join(result.errlines + result.outlines)
+    assert f"write --beam-data={data} (with '=')" in text
+    assert str(pytester.path / "tox.ini") in text  # the ini file it would have missed (makeini writes tox.ini)
+    result, ids = collect(pytester, f"--beam-data={data}")
+    assert result.ret == 0 and len(ids) == 100
+
+
+@pytest.mark.parametrize("flag", ["--beam-neo4j=lokal", "--beam-neo4j=http://db:7474", "--beam-embeddings=lokal",
+                                  "--beam-embeddings=endpoint:", "--beam-max-calls=-1", "--beam-max-tokens=-5",
+                                  "--beam-timeout=0", "--beam-agent-timeout=-1", "--beam-max-retries=-1"])
+@pytest.mark.parametrize("stage", ["--collect-only", "--beam-dry-run"])
+def test_every_choice_and_bound_is_checked_at_start(pytester, data_flag, flag, stage):
+    """A typo in any choice (the Neo4j provider and the embedder included) and a negative cap stop
+    the run at start as a usage error naming the flag, in --co and in the dry run alike."""
+    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    result = pytester.runpytest(stage, "-q", "-p", "no:randomly", data_flag, flag)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert flag.split("=")[0] in "\n".join(result.errlines + result.outlines)
+
+
+@pytest.mark.parametrize("flag", ["--beam-neo4j=local", "--beam-neo4j=DOCKER", "--beam-neo4j=bolt://db:7687",
+                                  "--beam-neo4j=neo4j+s://x.databases.neo4j.io", "--beam-embeddings=endpoint:e5",
+                                  "--beam-max-calls=0"])
+def test_the_valid_spellings_still_pass(pytester, data_flag, flag):
+    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    result, ids = collect(pytester, data_flag, flag)
+    assert result.ret == 0 and len(ids) == 2
 
 
 def repo_collect(repo_root, beam_data_dir, *args):

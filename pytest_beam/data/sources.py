@@ -186,7 +186,7 @@ def load_local(root: Path, conversation_ids: Iterable[str], known_bad: dict[str,
     if not root.is_dir():
         raise BeamDataError(
             f"BEAM data directory {root} does not exist. Give a directory in the upstream layout "
-            "(chats/100K/<n>/...) with --beam-data DIR, BEAM_DATA=DIR or the ini key beam_data; or "
+            "(chats/100K/<n>/...) with --beam-data=DIR, BEAM_DATA=DIR or the ini key beam_data; or "
             "leave it unset (an empty --beam-data= or BEAM_DATA= also means unset) to use the Hugging "
             "Face source."
         )
@@ -247,7 +247,7 @@ def unreachable(url: str, timeout: float = 2.0) -> str | None:
 def _not_cached(why: str) -> BeamDataError:
     return BeamDataError(
         f"Could not get {pins.HF_REPO_ID}/{pins.HF_FILENAME}@{pins.HF_REVISION[:12]} from Hugging "
-        f"Face and it is not cached ({why}). With no network, pass --beam-data DIR (a copy in the "
+        f"Face and it is not cached ({why}). With no network, pass --beam-data=DIR (a copy in the "
         "upstream layout, e.g. ../shared/beam), or set BEAM_DATA=DIR.")
 
 

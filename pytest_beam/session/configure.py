@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import pytest
 
-from ..settings import OPTION_BY_NAME, Settings, recorded_settings, resolve
-from .project import missed_ini
+from ..settings import OPTION_BY_NAME, Settings, SettingsError, recorded_settings, resolve
+from .project import spaced_value_problem
 from .state import STASH_KEY, BeamSession, new_run_id
 
 # Flags that, given on the command line, ask for the BEAM suite.
@@ -46,17 +46,15 @@ def suite_wanted(config: pytest.Config, get_ini: Callable[[str], object]) -> boo
 
 def open_session(config: pytest.Config) -> BeamSession | None:
     """Build and stash the session (settings errors raise SettingsError); None when the suite is off."""
-    missed = missed_ini(config)
-    if missed is not None and missed.path is not None:  # `--beam-data DIR` moved pytest off the project
-        def get_ini(name: str) -> object:
-            return missed.get("beam_" + name)
+    problem = spaced_value_problem(config)
+    if problem is not None:
+        raise SettingsError(problem)
 
-        root, ini_dir = missed.path.parent, missed.path.parent
-    else:
-        def get_ini(name: str) -> object:
-            return config.getini("beam_" + name)
+    def get_ini(name: str) -> object:
+        return config.getini("beam_" + name)
 
-        root, ini_dir = config.rootpath, (config.inipath.parent if config.inipath else None)
+    root, ini_dir = config.rootpath, (config.inipath.parent if config.inipath else None)
+
     def settle(recorded: dict[str, object] | None = None) -> Settings:
         return resolve(
             get_flag=lambda name: config.getoption("beam_" + name, None) if OPTION_BY_NAME[name].flag else None,

@@ -131,7 +131,7 @@ def test_missing_directory_says_how_to_fix(tmp_path):
     with pytest.raises(BeamDataError, match="--beam-data") as err:
         load_local(tmp_path / "nowhere", ["17"], {})
     # every way the directory can be given, and how to leave it unset (issue 16 point 4)
-    for way in ("--beam-data DIR", "BEAM_DATA=DIR", "beam_data", "--beam-data= ", "BEAM_DATA= "):
+    for way in ("--beam-data=DIR", "BEAM_DATA=DIR", "beam_data", "--beam-data= ", "BEAM_DATA= "):
         assert way in str(err.value), way
 
 
@@ -158,7 +158,7 @@ def test_offline_hugging_face_fails_fast_with_its_message(tmp_path, monkeypatch,
         download_parquet(cache_dir=tmp_path / "hf")
     elapsed = time.monotonic() - started
     assert elapsed < 3.0, elapsed
-    assert "not cached" in str(err.value) and "--beam-data DIR" in str(err.value)
+    assert "not cached" in str(err.value) and "--beam-data=DIR" in str(err.value)
     assert "cannot reach" in str(err.value)
 
 
