@@ -81,13 +81,16 @@ def _record(result: dict[str, Any], record_property: RecordProperty) -> None:
         record_property(f"item_{n}", json.dumps({"score": item["score"], "reason": item["reason"]}))
     from ..results.schema import all_calls
 
-    total = {"prompt_tokens": 0, "completion_tokens": 0}
+    # Tokens paid live, and apart the calls and tokens served from the cache or a cassette: a
+    # replayed question has no live tokens, which is not the same as a question that cost nothing.
+    total = {"prompt_tokens": 0, "completion_tokens": 0, "cached_calls": 0, "replayed_calls": 0, "cached_tokens": 0}
     for usage in result["usage"].values():
         for key in total:
-            total[key] += int(usage.get(key, 0))
+            total[key] += int(usage.get(key, 0) or 0)
     record_property("calls", all_calls(result["usage"]))  # live, cached and replayed, as the record counts
     for key, value in total.items():
-        record_property(key, value)
+        if value or key in ("prompt_tokens", "completion_tokens"):
+            record_property(key, value)
     record_property("agent_steps", result["agent_steps"])
     compact = {k: v for k, v in result.items() if k != "trace"}
     record_property(PROPERTY_PREFIX + "result", json.dumps(compact, default=str))

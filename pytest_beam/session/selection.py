@@ -77,3 +77,17 @@ def split_param_id(param: str) -> tuple[str | None, str] | None:
     """`bm25-conv17:x:0` -> ("bm25", "conv17:x:0"); a bare id gives (None, id); None if not a question."""
     found = _PARAM_ID.match(param)
     return (found.group("system"), found.group("question")) if found else None
+
+
+def junit_classname(nodeid: str) -> str | None:
+    """`beam.<ability>` for a question's item (`beam.<system>.<ability>` when systems are compared),
+    so a CI dashboard that groups JUnit test cases by class groups them by ability; None otherwise."""
+    if "[" not in nodeid:
+        return None
+    split = split_param_id(nodeid[nodeid.index("[") + 1:nodeid.rindex("]")])
+    if split is None:
+        return None
+    system, question = split
+    ability = question.split(":")[1]
+    return ".".join(part for part in ("beam", system, ability) if part)
+

@@ -74,6 +74,8 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
     # user properties in JUnit XML
     cases = {c.get("name"): c for c in ET.parse(project / "one.xml").getroot().iter("testcase")}
     assert sorted(cases) == sorted(f"test_question[{i}]" for i in IDS)
+    assert {n: c.get("classname") for n, c in cases.items()} == {
+        f"test_question[{i}]": "beam." + i.split(":")[1] for i in IDS}  # a dashboard groups by ability
     for case in cases.values():
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert float(props["score"]) == 1.0
@@ -105,8 +107,10 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
         "Which days did I say my kids have their afterschool activities at their school?"]
 
     # the same run under xdist gives the same per-ability summary
-    second = run(project, server, beam_data_dir, "-n", "2", "--beam-snapshot=assert")
+    second = run(project, server, beam_data_dir, "-n", "2", "--beam-snapshot=assert", f"--junitxml={project / 'two.xml'}")
     assert second.returncode == 0, second.stdout[-4000:]
+    assert sorted(c.get("classname") for c in ET.parse(project / "two.xml").getroot().iter("testcase")) == [
+        "beam.information_extraction", "beam.multi_session_reasoning"]  # the xdist controller writes the XML
     assert ability_rows(second.stdout) == rows
 
     # one changed answer: assert mode fails with a diff, report mode lists it and passes

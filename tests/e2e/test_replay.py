@@ -27,7 +27,8 @@ REPLAY = ["-m", "lite", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-r
 
 def test_committed_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
     recorded = json.loads(SCORES.read_text())
-    cmd = [sys.executable, "-m", "pytest", *REPLAY, f"--beam-data={beam_data_dir}", f"--beam-results={tmp_path}"]
+    cmd = [sys.executable, "-m", "pytest", *REPLAY, f"--beam-data={beam_data_dir}", f"--beam-results={tmp_path}",
+           f"--junitxml={tmp_path / 'replay.xml'}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900,
                           env={**__import__("os").environ, "BEAM_BASE_URL": "", "OPENAI_BASE_URL": ""})
     artifacts = Path(__import__("os").environ.get("BEAM_ARTIFACTS", REPO / "artifacts"))
@@ -44,3 +45,14 @@ def test_committed_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
     # a replayed call reports no prompt it was sent: the context is not measured, never a 0
     assert {q["context_tokens"] for q in record["questions"]} == {None}
     assert "context tokens per question" not in proc.stdout
+    # JUnit: the class is the ability; a replayed question shows its replayed calls and their tokens
+    # beside zero live tokens (it showed prompt_tokens=0 and nothing else)
+    import xml.etree.ElementTree as ET
+
+    cases = list(ET.parse(tmp_path / "replay.xml").getroot().iter("testcase"))
+    assert sorted(c.get("classname") for c in cases) == ["beam.information_extraction", "beam.multi_session_reasoning"]
+    for case in cases:
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert int(props["prompt_tokens"]) == 0 and int(props["replayed_calls"]) == int(props["calls"]) > 0
+        assert int(props["cached_tokens"]) > 0
+

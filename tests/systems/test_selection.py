@@ -77,3 +77,17 @@ def test_each_system_runs_a_conversation_in_one_stretch(tmp_path, beam_data_dir)
     assert stretches == ["graphrag-conv1", "graphrag-conv4", "long-context-conv1", "long-context-conv4",
                          "bm25-conv1", "bm25-conv4"]
     assert len(runs) == 120
+
+
+@pytest.mark.parametrize(("nodeid", "classname"), [
+    ("beam::test_question[conv17:information_extraction:0]", "beam.information_extraction"),
+    ("beam::test_question[conv4:event_ordering:1]@conv4", "beam.event_ordering"),
+    ("beam::test_question[bm25-conv1:abstention:0]", "beam.bm25.abstention"),
+    ("beam::test_question[gold-evidence-conv13:summarization:1]@conv13", "beam.gold-evidence.summarization"),
+    ("tests/test_mine.py::test_mine", None),
+    ("tests/test_mine.py::test_param[a-b]", None),
+])
+def test_a_question_s_junit_class_is_its_ability_and_system(nodeid, classname):
+    from pytest_beam.session.selection import junit_classname
+
+    assert junit_classname(nodeid) == classname
