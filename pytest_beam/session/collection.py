@@ -141,6 +141,11 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session, require
         per_system = estimate_systems(session.bench_set, pairs, settings)
         estimate, text = total_of(per_system), format_systems(per_system, settings)
     if settings.dry_run:
+        from .endpoint import serving_line
+
+        prompt = sum(p.prompt_tokens for p in estimate.phases.values())
+        completion = sum(p.completion_tokens for p in estimate.phases.values())
+        text += "\n" + serving_line(settings, prompt, completion)
         pytest_session.config.get_terminal_writer().line("\n" + text)
         pytest_session.config.get_terminal_writer().line(DRY_RUN_LINE)
         return

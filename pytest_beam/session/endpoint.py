@@ -120,6 +120,32 @@ def _shown(url: str) -> str:
     return url_without_credentials(url)
 
 
+def serving_line(settings: Settings, prompt_tokens: int, completion_tokens: int) -> str:
+    """The dry run's word on which model would serve the run, and for the embedded model how long
+    the estimate's tokens take at its measured speed (it serves one request at a time)."""
+    if settings.replaying:
+        return f"model: none is called; every response comes from the cassette {settings.cassette}"
+    if not wants_embedded(settings):
+        roles = settings.role_models()
+        others = ", ".join(f"{role} {model}" for role, model in roles.items() if role != "agent" and model != roles["agent"])
+        return f"model: {roles['agent']} at {_shown(settings.base_url or '')}" + (f" ({others})" if others else "")
+    from ..llm import embedded, embedded_speed
+
+    reason = embedded.unavailable_reason()
+    if reason is not None:
+        return (f"model: none: no endpoint is set and the embedded model is not installed, so a real run "
+                f"stops at start ({reason})")
+    try:
+        speed = embedded_speed.load()
+    except ValueError as exc:
+        return f"model: the embedded model, {embedded.MODEL_TITLE}; its speed is not known: {exc}"
+    minutes = speed.seconds(prompt_tokens, completion_tokens) / 60
+    return (f"model: the embedded model, {embedded.MODEL_TITLE} under llama-server on 127.0.0.1 (started by the "
+            f"run), one request at a time, so -n N does not make it faster; these tokens take about "
+            f"{minutes:,.0f} min at {speed.prompt_tps:.0f} prompt and {speed.generated_tps:.0f} generated tokens/s, "
+            f"{speed.source}")
+
+
 class RunEndpoint:
     """The controller's model endpoint for the run: checked or started once, stopped at the end."""
 

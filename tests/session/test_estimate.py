@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -98,3 +99,89 @@ def test_the_dry_run_command_prints_the_estimate(tmp_path, beam_data_dir, args, 
         assert "judge calls x 2 judge runs" in proc.stdout
         assert re.search(r"\(conv1: \d+, conv4: \d+, conv17: \d+\)", proc.stdout)
     assert int(judge_row.split()[1].replace(",", "")) > 0
+
+
+def dry_run(tmp_path, beam_data_dir, *args, env=None):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-dry-run",
+           f"--beam-data={beam_data_dir}", *args]
+    environ = {k: v for k, v in os.environ.items() if k not in ("BEAM_BASE_URL", "OPENAI_BASE_URL", "BEAM_MODEL")}
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**environ, **(env or {})})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+def totals(stdout: str) -> tuple[int, int]:
+    row = next(line for line in stdout.splitlines() if line.startswith("total "))
+    _, _, prompt, completion, _ = row.split()
+    return int(prompt.replace(",", "")), int(completion.replace(",", ""))
+
+
+def test_the_dry_run_names_the_endpoint_s_models(tmp_path, beam_data_dir):
+    out = dry_run(tmp_path, beam_data_dir, "--beam-model=qwen", "--beam-base-url=http://127.0.0.1:9/v1",
+                  "--beam-judge-model=gpt-4.1")
+    assert "model: qwen at http://127.0.0.1:9/v1 (judge gpt-4.1)" in out
+
+
+def test_the_dry_run_on_the_embedded_model_gives_its_time_from_the_speed_measured_here(tmp_path, beam_data_dir):
+    """No endpoint: the dry run says the embedded model serves, one request at a time, and how long
+    the estimated tokens take at the speed the last embedded run measured on this machine."""
+    from pytest_beam.llm import embedded
+
+    reason = embedded.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    cache = tmp_path / "cache"
+    (cache / "models").mkdir(parents=True)
+    (cache / "models" / "embedded-speed.json").write_text(json.dumps(
+        {"prompt_tps": 40.0, "generated_tps": 8.0, "source": "as measured on this machine on 2026-12-04"}))
+    out = dry_run(tmp_path, beam_data_dir, "--beam-mode=full", env={"BEAM_CACHE_DIR": str(cache)})
+    prompt, completion = totals(out)
+    minutes = (prompt / 40.0 + completion / 8.0) / 60
+    line = next(x for x in out.splitlines() if x.startswith("model: "))
+    assert line.startswith(f"model: the embedded model, {embedded.MODEL_TITLE}")
+    assert "one request at a time, so -n N does not make it faster" in line
+    assert f"about {minutes:,.0f} min at 40 prompt and 8 generated tokens/s, as measured on this machine" in line
+    # with no speed kept here, the reference speed, named as such
+    out = dry_run(tmp_path, beam_data_dir, env={"BEAM_CACHE_DIR": str(tmp_path / "empty")})
+    assert "as measured on 2 idle cores (bench/embedded_model.py)" in out
+
+
+def test_a_speed_read_from_the_server_s_metrics(tmp_path):
+    """The server's counters become the rates the next dry run uses; too little work keeps none."""
+    import http.server
+    import threading
+
+    from pytest_beam.llm import embedded_speed
+
+    body = {"text": ""}
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            data = body["text"].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        body["text"] = ("# HELP llamacpp:prompt_tokens_total x\nllamacpp:prompt_tokens_total 6000\n"
+                        "llamacpp:prompt_seconds_total 120\nllamacpp:tokens_predicted_total 900\n"
+                        "llamacpp:tokens_predicted_seconds_total 60\n")
+        speed = embedded_speed.read_metrics(url)
+        assert (speed.prompt_tps, speed.generated_tps) == (50.0, 15.0)
+        embedded_speed.save(speed, tmp_path / "s.json")
+        assert embedded_speed.load(tmp_path / "s.json") == speed
+        body["text"] = "llamacpp:prompt_tokens_total 10\nllamacpp:prompt_seconds_total 1\n"
+        assert embedded_speed.read_metrics(url) is None
+    finally:
+        server.shutdown()
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json"):
+        embedded_speed.load(tmp_path / "bad.json")
