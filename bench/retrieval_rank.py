@@ -70,7 +70,7 @@ class VectorCache:
         """Merge this process's new vectors into the file (other runs may have added theirs)."""
         if not self.dirty:
             return
-        from pytest_beam.paths import file_lock
+        from pytest_beam.files import file_lock
 
         CACHE.mkdir(parents=True, exist_ok=True)
         with file_lock(CACHE / f".{self.path.stem}.lock"):
