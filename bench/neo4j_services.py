@@ -29,8 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_beam.services import open_driver, run_read, run_write  # noqa: E402
-from pytest_beam.services._process import pid_exists  # noqa: E402
+from pytest_beam.services import open_driver, pid_exists, run_read, run_write  # noqa: E402
 from pytest_beam.services.local import LocalNeo4jProvider  # noqa: E402
 from pytest_beam.services.local_install import NEO4J_VERSION  # noqa: E402
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_cost import responder, scripted_extraction  # noqa: E402
 from retrieval_data import groups_for, load_conversations, mean_se, recall  # noqa: E402
-from retrieval_neo4j import _clear  # noqa: E402
+from retrieval_neo4j import clear_database  # noqa: E402
 
 ROWS = ("first search", "first search, messages only", "graph tools", "first search + graph tools")
 GRAPH_TOOLS = (("entity_statements", "name"), ("timeline", "topic"))
@@ -54,7 +54,7 @@ def measure_conversation(conv, driver, database: str, client, embedder) -> dict[
     from pytest_beam.memory.ingest import IngestConfig, ingest_documents
     from pytest_beam.memory.tools import ToolBox
 
-    _clear(driver, database)
+    clear_database(driver, database)
     ingest_documents(driver, database, [strip_document(d) for d in conv.documents], client, embedder,
                      IngestConfig())
     tools = ToolBox(driver, database, embedder)
