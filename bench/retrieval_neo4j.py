@@ -20,7 +20,7 @@ from pytest_beam.memory.graph_schema import install_schema
 from pytest_beam.services.access import run_write
 
 from retrieval_data import KS, Conversation
-from retrieval_rank import CACHE, VectorCache, head
+from retrieval_rank import VectorCache, cache_dir, head
 
 # "hybrid" is the previous default (no user-turn prior); "product" is memory/search.py's own
 # default path today, measured through the real Neo4j indexes.
@@ -28,7 +28,7 @@ NEO4J_METHODS = ("hybrid", "fulltext", "vector", "product")
 
 
 def lists_path(cache: VectorCache, words: int) -> Any:
-    return CACHE / f"neo4j-lists-{cache.path.stem}-w{words}.json"
+    return cache_dir() / f"neo4j-lists-{cache.path.stem}-w{words}.json"
 
 
 def clear_database(driver: Any, database: str) -> None:
