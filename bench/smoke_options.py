@@ -46,3 +46,12 @@ def use_cache(args: argparse.Namespace) -> Path | None:
     if args.smoke:
         print(f"(smoke: tiny input, cache folder {folder})", flush=True)
     return folder
+
+
+def smoke_defaults(parser: argparse.ArgumentParser, args: argparse.Namespace, **values: object) -> None:
+    """In smoke mode, the tiny ``values`` for every option still at its normal default (an option
+    given on the command line keeps its value)."""
+    if args.smoke:
+        for name, value in values.items():
+            if getattr(args, name) == parser.get_default(name):
+                setattr(args, name, value)
