@@ -35,9 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
+
 from pytest_beam.llm.embedded import DEFAULT_CTX_SIZE, EmbeddedModel, unavailable_reason  # noqa: E402
 from pytest_beam.scoring.judge import fill_judge_prompt, parse_judge_json  # noqa: E402
-from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",

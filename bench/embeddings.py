@@ -24,10 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
+
 from pytest_beam.data.sets import load_set  # noqa: E402
 from pytest_beam.memory import embeddings  # noqa: E402
 from pytest_beam.memory.ingest import message_embedding_text  # noqa: E402
-from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 
 def cpu_seconds() -> float:

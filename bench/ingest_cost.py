@@ -30,13 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
+
 from pytest_beam.data.sets import load_set  # noqa: E402
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels  # noqa: E402
 from pytest_beam.memory.embeddings import make_embedder  # noqa: E402
 from pytest_beam.memory.ingest import IngestConfig, ingest_documents  # noqa: E402
 from pytest_beam.memory.tokens import count_tokens  # noqa: E402
 from pytest_beam.services import open_driver, select_provider  # noqa: E402
-from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 from tests.model_server import Reply, ScriptedModelServer  # noqa: E402
 
 ROLES = ("extraction", "resolution")

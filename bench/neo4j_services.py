@@ -31,10 +31,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
+
 from pytest_beam.services import open_driver, pid_exists, run_read, run_write  # noqa: E402
 from pytest_beam.services.local import LocalNeo4jProvider  # noqa: E402
 from pytest_beam.services.local_install import NEO4J_VERSION  # noqa: E402
-from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 MERGE = "UNWIND $rows AS r MERGE (n:Node {id: r.id}) SET n.v = r.v"
 

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from ingest_cost import TimedEmbedder, responder as ingest_responder  # noqa: E402
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 from pytest_beam.data.sets import load_set  # noqa: E402
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels  # noqa: E402
@@ -49,7 +50,6 @@ from pytest_beam.memory.embeddings import make_embedder  # noqa: E402
 from pytest_beam.memory.ingest import IngestConfig, ingest_documents  # noqa: E402
 from pytest_beam.services import open_driver, select_provider  # noqa: E402
 from tests.e2e.scripted_beam import ScriptedBeamModel  # noqa: E402
-from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 from tests.model_server import ScriptedModelServer  # noqa: E402
 
 PHASES = ("extraction", "resolution", "agent", "judge")
