@@ -53,7 +53,7 @@ for bench in "${benches[@]}"; do
   rm -rf "${root:?}/$name"  # the embedded model's GGUF alone is 1.1 GB
   if [[ $status -eq 0 ]]; then outcome=ok; else outcome=FAILED; failed=1; fi
   [[ $status -eq 124 ]] && outcome="FAILED (timed out)"
-  line="$(printf '%-22s exit %3d  %4d s  %s' "$bench" "$status" "$took" "$outcome")"
+  line="$(printf '%-26s exit %3d  %4d s  %s' "$bench" "$status" "$took" "$outcome")"
   echo "-- $line"
   summary+=("$line")
 done
