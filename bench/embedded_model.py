@@ -11,6 +11,10 @@ assembled and verified the first time) and prints, from llama-server's own ``tim
   a JSON-schema response format, and as plain text: does the verdict parse, and is it right.
 
     .venv/bin/python bench/embedded_model.py [--ctx-size 16384] [--skip-judge] [--text-judge]
+    .venv/bin/python bench/embedded_model.py --smoke [--cache DIR]   (ctx 2048, one short prompt,
+        16 generated tokens plain and under a schema, one judge case; the GGUF assembled first)
+
+Without llama-server or the model's parts it exits 2 with the one-line reason, measuring nothing.
 
 Numbers depend on what else runs on the cores: run it on an idle machine (it prints the load
 average before and after).
@@ -29,8 +33,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pytest_beam.llm.embedded import DEFAULT_CTX_SIZE, EmbeddedModel  # noqa: E402
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
+
+from pytest_beam.llm.embedded import DEFAULT_CTX_SIZE, EmbeddedModel, unavailable_reason  # noqa: E402
 from pytest_beam.scoring.judge import fill_judge_prompt, parse_judge_json  # noqa: E402
 
 VERDICT_SCHEMA: dict[str, Any] = {
@@ -109,9 +116,9 @@ def measure_prompt(root_url: str, model: str, target: int) -> None:
           f"({t['prompt_ms'] / 1000:.1f} s)", flush=True)
 
 
-def measure_generation(root_url: str, model: str, schema: bool) -> None:
+def measure_generation(root_url: str, model: str, schema: bool, max_tokens: int = 160) -> None:
     body: dict[str, Any] = {
-        "model": model, "temperature": 0, "max_tokens": 160, "cache_prompt": False,
+        "model": model, "temperature": 0, "max_tokens": max_tokens, "cache_prompt": False,
         "messages": [{"role": "user", "content":
                       "List thirty short, different facts about the planets of the solar system."}],
     }
@@ -124,10 +131,11 @@ def measure_generation(root_url: str, model: str, schema: bool) -> None:
           f"({t['predicted_n']} tokens, finish {reply['choices'][0]['finish_reason']})", flush=True)
 
 
-def judge_cases(root_url: str, model: str, schema: bool) -> None:
+def judge_cases(root_url: str, model: str, schema: bool, cases: int | None = None) -> None:
     right = parsed = 0
     label = "json-schema" if schema else "text"
-    for question, rubric, answer, expected in JUDGE_CASES:
+    chosen = JUDGE_CASES[:cases]
+    for question, rubric, answer, expected in chosen:
         prompt = fill_judge_prompt(question, rubric, answer, "default")
         body: dict[str, Any] = {"model": model, "temperature": 0, "max_tokens": 300,
                                 "messages": [{"role": "user", "content": prompt}]}
@@ -146,7 +154,7 @@ def judge_cases(root_url: str, model: str, schema: bool) -> None:
             outcome = f"NOT PARSED ({exc}): {text[:120]!r}"
         print(f"judge {label:<11}: {outcome}; {reply['usage']['prompt_tokens']} prompt tokens, "
               f"{time.monotonic() - started:.0f} s", flush=True)
-    print(f"judge {label:<11}: {parsed}/{len(JUDGE_CASES)} parsed, {right} right", flush=True)
+    print(f"judge {label:<11}: {parsed}/{len(chosen)} parsed, {right} right", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,7 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="default: the usable cores")
     parser.add_argument("--skip-judge", action="store_true")
     parser.add_argument("--text-judge", action="store_true", help="also judge without a schema")
+    add_smoke_options(parser)
     args = parser.parse_args(argv)
+    smoke_defaults(parser, args, ctx_size=2048)
+    use_cache(args)
+    reason = unavailable_reason()
+    if reason:  # nothing to measure: say why in one line, print no numbers
+        print(f"bench/embedded_model.py: {reason}", file=sys.stderr)
+        return 2
+    # smoke: one short prompt, 16 generated tokens plain and under a schema, one judge case
+    targets, max_tokens, cases = ((128,), 16, 1) if args.smoke else ((512, 2048), 160, None)
 
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     model = EmbeddedModel(ctx_size=args.ctx_size, threads=args.threads)
@@ -167,14 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         post(root_url, {"model": name, "messages": [{"role": "user", "content": "Hi"}],
                         "max_tokens": 1})  # warm-up
-        for target in (512, 2048):
+        for target in targets:
             measure_prompt(root_url, name, target)
-        measure_generation(root_url, name, schema=False)
-        measure_generation(root_url, name, schema=True)
+        measure_generation(root_url, name, schema=False, max_tokens=max_tokens)
+        measure_generation(root_url, name, schema=True, max_tokens=max_tokens)
         if not args.skip_judge:
-            judge_cases(root_url, name, schema=True)
+            judge_cases(root_url, name, schema=True, cases=cases)
             if args.text_judge:
-                judge_cases(root_url, name, schema=False)
+                judge_cases(root_url, name, schema=False, cases=cases)
         mem = rss_kib(model.pid or 0)
         print(f"server memory: RSS {mem['VmRSS'] / 1024**2:.2f} GiB, "
               f"peak {mem['VmHWM'] / 1024**2:.2f} GiB", flush=True)

@@ -9,6 +9,7 @@ How much the change moves retrieval: ``bench/retrieval.py --embedder local-expor
 ``bench/retrieval.py``.
 
     .venv/bin/python bench/embeddings.py [--data ../shared/beam] [--repeat 2]
+    .venv/bin/python bench/embeddings.py --smoke [--cache DIR]   (conversation 1 only, one timing)
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 from pytest_beam.data.sets import load_set  # noqa: E402
 from pytest_beam.memory import embeddings  # noqa: E402
@@ -36,8 +40,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(REPO.parent / "shared" / "beam")))
     parser.add_argument("--repeat", type=int, default=2, help="best of N timings per model")
+    add_smoke_options(parser)
     args = parser.parse_args()
-    bench_set = load_set("full", Path(args.data))
+    smoke_defaults(parser, args, repeat=1)
+    use_cache(args)
+    # smoke: one conversation of the full set (the lite set's 5 texts take no measurable CPU time)
+    bench_set = load_set("full", Path(args.data), conversations="1" if args.smoke else None)
     groups = {
         "message heads": [message_embedding_text(m.text) for docs in bench_set.documents.values()
                           for d in docs for m in d.messages],

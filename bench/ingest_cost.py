@@ -9,6 +9,7 @@ mentioning an entity Facts; resolution answers "same" for near-identical names, 
 the offline tokenizer (messages plus the JSON schema sent), as a real server would report them.
 
     .venv/bin/python bench/ingest_cost.py [--data ../shared/beam] [--sets lite,conv17,full]
+    .venv/bin/python bench/ingest_cost.py --smoke [--cache DIR]   (the lite set only)
 
 Targets (issue 5): calls per chunk on the full set <= 1.5x the lite set's; full set <= 1,500
 calls and <= 6M tokens.
@@ -27,6 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 from pytest_beam.data.sets import load_set  # noqa: E402
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels  # noqa: E402
@@ -249,7 +253,10 @@ def main() -> int:
     parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(ROOT.parent / "shared" / "beam")))
     parser.add_argument("--sets", default="lite,conv17,full")
     parser.add_argument("--work", default="/tmp/beam-ingest-bench")
+    add_smoke_options(parser)
     args = parser.parse_args()
+    smoke_defaults(parser, args, sets="lite")
+    use_cache(args)
     data, work = Path(args.data), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     wanted = args.sets.split(",")

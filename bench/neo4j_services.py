@@ -15,6 +15,7 @@ is missing, so the fast rounds measure starts from it).
 
     .venv/bin/python bench/neo4j_services.py [--counts 1,5] [--modes plain,fast] [--nodes 10000]
                                              [--batch 1000] [--heap 512m]
+    .venv/bin/python bench/neo4j_services.py --smoke [--cache DIR]   (1 service per mode, 200 nodes)
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pytest_beam.services import open_driver, run_read, run_write  # noqa: E402
-from pytest_beam.services._process import pid_exists  # noqa: E402
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
+
+from pytest_beam.services import open_driver, pid_exists, run_read, run_write  # noqa: E402
 from pytest_beam.services.local import LocalNeo4jProvider  # noqa: E402
 from pytest_beam.services.local_install import NEO4J_VERSION  # noqa: E402
 
@@ -109,7 +112,10 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--batch", type=int, default=1_000)
     ap.add_argument("--heap", default="512m")
+    add_smoke_options(ap)
     args = ap.parse_args()
+    smoke_defaults(ap, args, counts="1", nodes=200, batch=100)
+    use_cache(args)
     load = os.getloadavg()
     print(f"Neo4j {NEO4J_VERSION} local provider, heap {args.heap}, page cache 64m; "
           f"{os.cpu_count()} CPUs, load avg {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} at start")

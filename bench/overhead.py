@@ -9,6 +9,7 @@ concurrency 1 and 8.
 
     .venv/bin/python bench/overhead.py [--latency 0,0.2] [--workers 1,5] [--ingest-concurrency 1,8]
                                        [--ingest-repeat 3]
+    .venv/bin/python bench/overhead.py --smoke [--cache DIR]   (the lite set, -n 1, no latency, one ingest)
 
 Harness own time per question, two ways: of wall clock — the run's wall time minus the time
 spent waiting on the model (summed call latency, divided by the extraction concurrency during
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from ingest_cost import TimedEmbedder, responder as ingest_responder  # noqa: E402
+from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 from pytest_beam.data.sets import load_set  # noqa: E402
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels  # noqa: E402
@@ -150,10 +152,10 @@ class TreeCPU:
         return sum(self.every for t, busy in self.busy if t >= started and busy >= threshold)
 
 
-def run_full(server_url: str, workers: int, data: Path, work: Path) -> dict:
+def run_full(server_url: str, workers: int, data: Path, work: Path, mode: str = "full") -> dict:
     project = Path(tempfile.mkdtemp(prefix="beam-overhead-", dir=work))
-    (project / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
+    (project / "pytest.ini").write_text(f"[pytest]\nbeam_mode = {mode}\n")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", f"--beam-mode={mode}",
            f"--beam-data={data}", f"--beam-base-url={server_url}", "--beam-model=scripted", "--beam-neo4j=local",
            "--beam-cache=off", f"--beam-results={project / 'results'}", "--beam-snapshot=off", "--beam-pass-score=0",
            "--beam-max-calls=1000000", "--beam-max-tokens=1000000000", f"--beam-concurrency={CONCURRENCY}",
@@ -241,7 +243,11 @@ def main() -> int:
     parser.add_argument("--ingest-repeat", type=int, default=3,
                         help="ingest runs per concurrency; the median is compared (one run varies by ~10%%)")
     parser.add_argument("--work", default=tempfile.gettempdir())
+    add_smoke_options(parser)
     args = parser.parse_args()
+    smoke_defaults(parser, args, latency="0", workers="1", ingest_concurrency="1", ingest_repeat=1)
+    use_cache(args)
+    mode = "lite" if args.smoke else "full"  # smoke: the lite set (1 conversation, 2 questions)
     data, work = Path(args.data), Path(args.work)
     latencies = [float(x) for x in args.latency.split(",") if x]
     workers = [int(x) for x in args.workers.split(",") if x]
@@ -249,7 +255,7 @@ def main() -> int:
     for latency in latencies:
         with ScriptedModelServer(responder=Responder(), latency=latency) as server:
             for n in workers:
-                runs[latency, n] = run_full(server.base_url, n, data, work)
+                runs[latency, n] = run_full(server.base_url, n, data, work, mode)
                 print_run(latency, runs[latency, n])
     print("\nsummary")
     print(f"{'latency s':>10}{'-n':>4}{'wall s':>9}{'s/question':>12}{'own wall s/q':>14}{'own worker s/q':>16}")
@@ -261,7 +267,7 @@ def main() -> int:
             print(f"latency {latency:.2f}: -n 5 is {runs[latency, 1]['wall'] / runs[latency, 5]['wall']:.2f}x faster than -n 1")
     concurrencies = [int(x) for x in args.ingest_concurrency.split(",") if x]
     if concurrencies:
-        documents = load_set("full", data).documents["17"]
+        documents = load_set(mode, data).documents["17"]
         embedder = TimedEmbedder(make_embedder("local"))
         ingest_latency = max(latencies) if latencies else 0.2
         times: dict[int, float] = {}

@@ -24,6 +24,7 @@ Methods, measured in one run:
   project; bench/retrieval_e5.py checks its model's sha256) and is skipped without it.
 
     .venv/bin/python bench/retrieval.py --conversations all [--json] [--reuse-neo4j]
+    .venv/bin/python bench/retrieval.py --smoke [--cache DIR]   (one session of conversation 1, 4 questions)
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_data import KS, groups_for, load_conversations, mean_se, recall  # noqa: E402
+from retrieval_data import KS, groups_for, load_conversations, mean_se, recall, smoke_conversations  # noqa: E402
 from retrieval_methods import DEFAULT_METHOD, METHODS, Ranker, corpus_of  # noqa: E402
 from retrieval_neo4j import NEO4J_METHODS, neo4j_lists  # noqa: E402
 from retrieval_rank import head, make_cache, order  # noqa: E402
+from smoke_options import add_smoke_options, use_cache  # noqa: E402
 
 BASELINES = ("bm25", "dense")
 PREVIOUS_DEFAULT = "hybrid"
@@ -111,13 +113,15 @@ def main() -> int:
                         help="MiniLM with int8 MatMuls (the product's default) or the export as shipped, "
                              "for every method that uses the default model")
     parser.add_argument("--methods", default="", help="comma-separated subset of the offline methods")
+    add_smoke_options(parser)
     args = parser.parse_args()
+    use_cache(args)
 
     from pytest_beam.memory.ingest import MESSAGE_EMBED_WORDS
 
     started = time.monotonic()
-    groups = groups_for(args.conversations)
-    convs = load_conversations(Path(args.data), groups)
+    groups = ["dev"] if args.smoke else groups_for(args.conversations)
+    convs = smoke_conversations(Path(args.data)) if args.smoke else load_conversations(Path(args.data), groups)
     caches = {"local": make_cache(args.embedder)}
     words = MESSAGE_EMBED_WORDS
     # message vectors first (cached), then the Neo4j pass

@@ -90,3 +90,19 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
         return mean, float("nan")
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(var / n)
+
+
+SMOKE_QUESTIONS = 4
+
+
+def smoke_conversations(data: Path) -> list[Conversation]:
+    """``--smoke``'s tiny input: the first dev conversation cut to its first session (about 60
+    messages), with the first few questions whose source messages all lie in that session."""
+    conv = load_conversations(data, ["dev"])[0]
+    first = conv.documents[0]
+    messages = [m for m in conv.messages if m.session == first.session_number]
+    kept = {m.id for m in messages}
+    questions = [q for q in conv.questions if set(q.source_message_ids) <= kept][:SMOKE_QUESTIONS]
+    if not questions:
+        raise SystemExit(f"smoke: conversation {conv.id} has no question answered in its first session")
+    return [Conversation(conv.id, conv.group, (first,), messages, questions, 0)]

@@ -19,6 +19,7 @@ resolve "my sister", rewrite facts), so these rows show what the tools can add o
 shape, not a real model's graph. Dev and held-out groups as in bench/retrieval.py.
 
     .venv/bin/python bench/retrieval_graph.py --conversations all [--json]
+    .venv/bin/python bench/retrieval_graph.py --smoke [--cache DIR]   (one session of conversation 1, 4 questions)
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_cost import responder, scripted_extraction  # noqa: E402
-from retrieval_data import groups_for, load_conversations, mean_se, recall  # noqa: E402
-from retrieval_neo4j import _clear  # noqa: E402
+from retrieval_data import groups_for, load_conversations, mean_se, recall, smoke_conversations  # noqa: E402
+from retrieval_neo4j import clear_database  # noqa: E402
+from smoke_options import add_smoke_options, use_cache  # noqa: E402
 
 ROWS = ("first search", "first search, messages only", "graph tools", "first search + graph tools")
 GRAPH_TOOLS = (("entity_statements", "name"), ("timeline", "topic"))
@@ -54,7 +56,7 @@ def measure_conversation(conv, driver, database: str, client, embedder) -> dict[
     from pytest_beam.memory.ingest import IngestConfig, ingest_documents
     from pytest_beam.memory.tools import ToolBox
 
-    _clear(driver, database)
+    clear_database(driver, database)
     ingest_documents(driver, database, [strip_document(d) for d in conv.documents], client, embedder,
                      IngestConfig())
     tools = ToolBox(driver, database, embedder)
@@ -111,7 +113,9 @@ def main() -> int:
     parser.add_argument("--conversations", default="all", help="dev, heldout or all (both, side by side)")
     parser.add_argument("--only", default="", help="comma-separated conversation ids (a quick look)")
     parser.add_argument("--json", action="store_true", help="print one JSON object of the means as the last line")
+    add_smoke_options(parser)
     args = parser.parse_args()
+    use_cache(args)
 
     from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
     from pytest_beam.memory.embeddings import make_embedder
@@ -119,8 +123,8 @@ def main() -> int:
     from tests.model_server import ScriptedModelServer
 
     started = time.monotonic()
-    groups = groups_for(args.conversations)
-    convs = load_conversations(Path(args.data), groups)
+    groups = ["dev"] if args.smoke else groups_for(args.conversations)
+    convs = smoke_conversations(Path(args.data)) if args.smoke else load_conversations(Path(args.data), groups)
     if args.only:
         convs = [c for c in convs if c.id in set(args.only.split(","))]
     embedder = make_embedder("local")

@@ -20,7 +20,7 @@ from pytest_beam.memory.graph_schema import install_schema
 from pytest_beam.services.access import run_write
 
 from retrieval_data import KS, Conversation
-from retrieval_rank import CACHE, VectorCache, head
+from retrieval_rank import VectorCache, cache_dir, head
 
 # "hybrid" is the previous default (no user-turn prior); "product" is memory/search.py's own
 # default path today, measured through the real Neo4j indexes.
@@ -28,10 +28,11 @@ NEO4J_METHODS = ("hybrid", "fulltext", "vector", "product")
 
 
 def lists_path(cache: VectorCache, words: int) -> Any:
-    return CACHE / f"neo4j-lists-{cache.path.stem}-w{words}.json"
+    return cache_dir() / f"neo4j-lists-{cache.path.stem}-w{words}.json"
 
 
-def _clear(driver: Any, database: str) -> None:
+def clear_database(driver: Any, database: str) -> None:
+    """Delete every node and relationship of the database, in batches (between conversations)."""
     while True:
         records = run_write(driver, database, "MATCH (n) WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS c")
         if records[0]["c"] == 0:
@@ -39,7 +40,7 @@ def _clear(driver: Any, database: str) -> None:
 
 
 def _load(driver: Any, database: str, conv: Conversation, cache: VectorCache, words: int) -> None:
-    _clear(driver, database)
+    clear_database(driver, database)
     dims = int(cache.embed(["dimension probe"]).shape[1])
     install_schema(driver, database, dims)
     vectors = cache.embed([head(m.text, words) for m in conv.messages])

@@ -21,7 +21,11 @@ import numpy as np
 
 from pytest_beam.paths import cache_root
 
-CACHE = cache_root() / "retrieval-bench"
+
+def cache_dir() -> Path:
+    """The bench's vectors and Neo4j lists: ``retrieval-bench/`` under pytest-beam's cache folder,
+    read when used (a bench's ``--cache`` sets that folder after these modules are imported)."""
+    return cache_root() / "retrieval-bench"
 
 
 def _key(kind: str, text: str) -> str:
@@ -38,7 +42,7 @@ class VectorCache:
         self.name = name
         self._fns = {"passage": passage, "query": query}
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-        self.path = CACHE / f"{safe}.npz"
+        self.path = cache_dir() / f"{safe}.npz"
         self.vectors: dict[str, np.ndarray] = {}
         self.dirty = False
         self.seconds = 0.0
@@ -70,10 +74,10 @@ class VectorCache:
         """Merge this process's new vectors into the file (other runs may have added theirs)."""
         if not self.dirty:
             return
-        from pytest_beam.paths import file_lock
+        from pytest_beam.files import file_lock
 
-        CACHE.mkdir(parents=True, exist_ok=True)
-        with file_lock(CACHE / f".{self.path.stem}.lock"):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with file_lock(self.path.with_name(f".{self.path.stem}.lock")):
             if self.path.exists():
                 data = np.load(self.path)
                 for k, v in zip(data["keys"].tolist(), data["vecs"]):

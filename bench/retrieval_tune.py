@@ -6,6 +6,7 @@ configuration of a grid. Nothing here looks at the held-out conversations (``--g
 exists only to confirm a configuration after it was chosen).
 
     .venv/bin/python bench/retrieval_tune.py --grid fusion
+    .venv/bin/python bench/retrieval_tune.py --smoke [--cache DIR]   (one session of conversation 1, 4 questions)
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_data import KS, load_conversations, mean_se, recall  # noqa: E402
+from retrieval_data import KS, load_conversations, mean_se, recall, smoke_conversations  # noqa: E402
 from retrieval_methods import BASE, METHODS, Config, Ranker, corpus_of  # noqa: E402
 from retrieval_neo4j import neo4j_lists  # noqa: E402
 from retrieval_rank import make_cache, role_boost, session_spread  # noqa: E402
+from smoke_options import add_smoke_options, use_cache  # noqa: E402
 
 
 def grid(name: str, base: Config) -> dict[str, Config]:
@@ -86,9 +88,13 @@ def main() -> int:
     parser.add_argument("--base", default="", help="a METHODS name to vary instead of base-offline")
     parser.add_argument("--spread", default="", help="comma-separated session-spread decays to try")
     parser.add_argument("--user-boost", default="", help="comma-separated user-turn weights to try after fusion")
+    add_smoke_options(parser)
     args = parser.parse_args()
+    use_cache(args)
 
-    convs = load_conversations(Path(args.data), [args.group])
+    if args.smoke and args.group != "dev":
+        raise SystemExit("--smoke runs on the dev group only")
+    convs = smoke_conversations(Path(args.data)) if args.smoke else load_conversations(Path(args.data), [args.group])
     caches = {"local": make_cache("local")}
     lists = neo4j_lists(convs, caches["local"], 50, reuse=True)
     base = METHODS[args.base] if args.base else BASE

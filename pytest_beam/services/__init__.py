@@ -7,6 +7,7 @@
 >>> service.stop()
 """
 
+from ._process import pid_exists
 from .access import (
     AGENT_READS,
     UNBOUNDED,
@@ -38,6 +39,7 @@ __all__ = [
     "WriteResult",
     "connection_of",
     "open_driver",
+    "pid_exists",
     "run_read",
     "run_write",
     "select_provider",
