@@ -141,7 +141,7 @@ class BeamSessionPlugin:
             if beam.is_worker:
                 beam.collector.persist()
             else:
-                beam.collector.finish(int(exitstatus))
+                session.exitstatus = beam.collector.finish(int(exitstatus))  # pytest returns this one
         finally:
             self._stop_endpoint()
             if self.terminate is not None:
