@@ -97,7 +97,7 @@ def test_a_delete_from_the_agent_is_refused_and_the_graph_is_unchanged(graph, em
     (tool,) = [t for t in answer.trace if t["type"] == "tool"]
     assert tool["tool"] == "cypher" and tool["error"] is True
     fed_back = model_server.chat_requests[1].body["messages"][-1]
-    assert fed_back["role"] == "tool" and "Writing in read access mode not allowed" in fed_back["content"]
+    assert fed_back["role"] == "tool" and "read-only: writes are refused" in fed_back["content"]  # by plan
     assert answer.text == "I could not change anything." and answer.flags == []
 
 
