@@ -231,6 +231,16 @@ RECORDED_SETTINGS = ("model", "extraction_model", "resolution_model", "judge_mod
 def recorded_settings(settings: "Settings") -> dict[str, Any]:
     """The cassette header's settings of a run (JSON-able)."""
     return {name: getattr(settings, name) for name in RECORDED_SETTINGS}
+
+
+# The question set a run asks (its requests are those of these questions): written into a cassette's
+# header beside the settings, and compared on a miss, but never taken from it (flags choose the set).
+QUESTION_SET = ("mode", "conversations", "keep_markers")
+
+
+def question_set(settings: Settings) -> dict[str, Any]:
+    """The cassette header's question set of a run (JSON-able)."""
+    return {name: getattr(settings, name) for name in QUESTION_SET}
 EMPTY_MEANS_UNSET = ("data",)  # an empty flag or variable says "none", above an ini file's value
 
 

@@ -83,6 +83,17 @@ def test_a_data_problem_stops_the_session_before_any_test(pytester, tmp_path):
     assert "passed" not in result.stdout.str()
 
 
+def test_a_data_path_that_is_a_file_is_called_a_file(pytester, tmp_path):
+    """Issue 32 item 10: a --beam-data that is a file was reported as "does not exist"."""
+    (tmp_path / "beam.json").write_text("{}")
+    result = pytester.runpytest(f"--beam-data={tmp_path / 'beam.json'}", "--beam")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (problem,) = [line for line in result.outlines + result.errlines if line.strip()]
+    assert problem.startswith(f"ERROR: pytest-beam: data source problem: BEAM data directory "
+                              f"{tmp_path / 'beam.json'} is a file, not a directory"), problem
+    assert "does not exist" not in problem
+
+
 def test_explicit_paths_leave_the_suite_out_unless_asked(pytester, data_flag):
     pytester.makeini("[pytest]\nbeam_mode = lite\n")
     pytester.makepyfile(test_mine="def test_mine(): pass")

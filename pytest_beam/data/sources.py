@@ -184,8 +184,10 @@ def load_local(root: Path, conversation_ids: Iterable[str], known_bad: dict[str,
     pinned = pins.UPSTREAM_FILES if pinned is None else pinned
     root = Path(root)
     if not root.is_dir():
+        what = ("is a file, not a directory" if root.is_file() else
+                "is not a directory" if root.exists() else "does not exist")
         raise BeamDataError(
-            f"BEAM data directory {root} does not exist. Give a directory in the upstream layout "
+            f"BEAM data directory {root} {what}. Give a directory in the upstream layout "
             "(chats/100K/<n>/...) with --beam-data=DIR, BEAM_DATA=DIR or the ini key beam_data; or "
             "leave it unset (an empty --beam-data= or BEAM_DATA= also means unset) to use the Hugging "
             "Face source."

@@ -50,8 +50,10 @@ MODES = ("none", "once", "new_episodes", "all")
 HEADER = {"cassette": "pytest-beam", "version": 2}
 
 
-def header_line(settings: dict[str, Any] | None) -> str:
-    return json.dumps({**HEADER, **({"settings": settings} if settings is not None else {})}, sort_keys=True)
+def header_line(settings: dict[str, Any] | None, questions: dict[str, Any] | None = None) -> str:
+    extra = {**({"settings": settings} if settings is not None else {}),
+             **({"questions": questions} if questions is not None else {})}
+    return json.dumps({**HEADER, **extra}, sort_keys=True)
 
 
 def _header_of(line: str) -> dict[str, Any] | None:
@@ -62,20 +64,54 @@ def _header_of(line: str) -> dict[str, Any] | None:
     return header if isinstance(header, dict) and header.get("cassette") == HEADER["cassette"] else None
 
 
-def read_settings(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The settings a cassette was recorded with (its header), None when it does not say (an older
-    cassette) or there is no such file; a first line that is not JSON is left to the full load."""
+def _first_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as fh:
             first = fh.readline()
-    except (FileNotFoundError, IsADirectoryError):
-        return None
-    try:
         header = json.loads(first)
-    except ValueError:
+    except (OSError, ValueError):  # no such file, a folder, not UTF-8, not JSON: replay_problem says
         return None
-    if isinstance(header, dict) and header.get("cassette") == HEADER["cassette"] and isinstance(header.get("settings"), dict):
-        return header["settings"]
+    return header if isinstance(header, dict) and header.get("cassette") == HEADER["cassette"] else None
+
+
+def read_settings(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The settings a cassette was recorded with (its header), None when it does not say (an older
+    cassette) or there is no such file; a file that cannot be read is left to :func:`replay_problem`."""
+    header = _first_header(path)
+    return header["settings"] if header and isinstance(header.get("settings"), dict) else None
+
+
+def read_questions(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The question set a cassette was recorded on (mode, conversations, markers), None when its
+    header does not say."""
+    header = _first_header(path)
+    return header["questions"] if header and isinstance(header.get("questions"), dict) else None
+
+
+def replay_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the cassette at ``path`` cannot be replayed, in one line naming it (None: it can). A
+    replay of nothing would skip or miss every question, so a run must stop on this instead."""
+    path = Path(path)
+    where = f"cassette {path}"
+    if not path.exists():
+        return f"{where} does not exist: nothing recorded to replay (record it with --beam-record-mode=all)"
+    if not path.is_file():
+        return f"{where} is not a file"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        return f"{where} cannot be read: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"{where} is not UTF-8 text (byte {exc.start}): not a pytest-beam cassette"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return f"{where} is empty: nothing recorded to replay (record it with --beam-record-mode=all)"
+    try:
+        first = json.loads(lines[0])
+    except ValueError as exc:
+        return f"{where}:1 is not JSON ({exc.msg}): not a pytest-beam cassette"
+    if not isinstance(first, dict) or (first.get("cassette") != HEADER["cassette"] and "fp" not in first):
+        return f"{where}:1 is not a pytest-beam cassette header or recorded response"
     return None
 
 
@@ -87,14 +123,17 @@ class Cassette:
     """``settings``: this run's recorded settings (``settings.recorded_settings``), written into the
     header when recording and compared with the file's on a miss."""
 
-    def __init__(self, path: str | os.PathLike[str], mode: str = "none", settings: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], mode: str = "none", settings: dict[str, Any] | None = None,
+                 questions: dict[str, Any] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
         self.path = Path(path)
         self.requested_mode = mode
         self.settings = settings
-        self.mode = self._resolve(self.path, mode, truncate=True, settings=settings)
+        self.questions = questions
+        self.mode = self._resolve(self.path, mode, truncate=True, settings=settings, questions=questions)
         self.recorded_settings = read_settings(self.path)
+        self.recorded_questions = read_questions(self.path)
         self._lock = threading.Lock()
         self._recorded: dict[str, dict[int, dict[str, Any]]] = {}
         self._uses: dict[str, int] = {}
@@ -105,18 +144,20 @@ class Cassette:
 
     # -- mode handling -----------------------------------------------------------------------
     @staticmethod
-    def _resolve(path: Path, mode: str, *, truncate: bool, settings: dict[str, Any] | None = None) -> str:
+    def _resolve(path: Path, mode: str, *, truncate: bool, settings: dict[str, Any] | None = None,
+                 questions: dict[str, Any] | None = None) -> str:
         if mode == "once":
             return "none" if _exists(path) else "new_episodes"
         if mode == "all":
             if truncate:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(header_line(settings) + "\n", encoding="utf-8")
+                path.write_text(header_line(settings, questions) + "\n", encoding="utf-8")
             return "new_episodes"
         return mode
 
     @classmethod
-    def prepare(cls, path: str | os.PathLike[str], mode: str, settings: dict[str, Any] | None = None) -> str:
+    def prepare(cls, path: str | os.PathLike[str], mode: str, settings: dict[str, Any] | None = None,
+                questions: dict[str, Any] | None = None) -> str:
         """Decide a run's effective mode once (controller side) and return it for the workers.
 
         ``once`` becomes ``none`` (file exists) or ``new_episodes`` (it does not); ``all``
@@ -124,10 +165,11 @@ class Cassette:
         """
         if mode not in MODES:
             raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
-        return cls._resolve(Path(path), mode, truncate=True, settings=settings)
+        return cls._resolve(Path(path), mode, truncate=True, settings=settings, questions=questions)
 
     @staticmethod
-    def refresh_header(path: str | os.PathLike[str], settings: dict[str, Any]) -> bool:
+    def refresh_header(path: str | os.PathLike[str], settings: dict[str, Any],
+                       questions: dict[str, Any] | None = None) -> bool:
         """Rewrite the header of a cassette that holds no response yet with ``settings``: the
         session settles some settings after ``prepare`` (the embedded model's name and tool mode),
         and a replay must find the ones the requests were made with. True when rewritten."""
@@ -137,7 +179,7 @@ class Cassette:
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         if len(lines) > 1 or (lines and _header_of(lines[0]) is None):
             return False  # responses recorded (or not our header): the file stays as it was
-        path.write_text(header_line(settings) + "\n", encoding="utf-8")
+        path.write_text(header_line(settings, questions) + "\n", encoding="utf-8")
         return True
 
     @property
@@ -154,6 +196,8 @@ class Cassette:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return
+        except UnicodeDecodeError as exc:
+            raise self._broken(_line_of(self.path, exc.start), "not UTF-8 text: not a pytest-beam cassette") from None
         for number, line in enumerate(text.splitlines(), start=1):
             line = line.strip()
             if not line:
@@ -238,7 +282,7 @@ class Cassette:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
             try:
                 if f.seek(0, os.SEEK_END) == 0:
-                    f.write(header_line(self.settings) + "\n")
+                    f.write(header_line(self.settings, self.questions) + "\n")
                 f.write(line + "\n")
                 f.flush()
             finally:
@@ -254,17 +298,20 @@ class Cassette:
 
     def why_missed(self) -> str:
         """Which setting differs between the recording and this run, or that none does."""
+        other_set = _differences(self.recorded_questions, self.questions, "; ")
+        if other_set:
+            return (f"The cassette was recorded on a different question set: {other_set}; its requests "
+                    "are those of its own questions: replay it on the set it was recorded on.")
         recorded, current = self.recorded_settings, self.settings
         if recorded is None:
             return ("The cassette does not say which settings it was recorded with (an older cassette): "
                     "give the flags it was recorded with, or record it again.")
         if current is None:
             return "The cassette was recorded with " + _listed(recorded) + "."
-        differ = [name for name in sorted(set(recorded) | set(current)) if recorded.get(name) != current.get(name)]
+        differ = _differences(recorded, current, "; ")
         if differ:
-            return ("Settings differ from the recording: " + "; ".join(
-                f"{_flag(n)} was {recorded.get(n)!r} when recorded, {current.get(n)!r} in this run" for n in differ)
-                + " (a flag given on the command line overrides the cassette's setting).")
+            return ("Settings differ from the recording: " + differ
+                    + " (a flag given on the command line overrides the cassette's setting).")
         return ("This run's settings match the recording's, so the request itself changed: a prompt or "
                 "the code that builds requests differs from the version that recorded the cassette.")
 
@@ -273,6 +320,19 @@ class Cassette:
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r}, mode={self.requested_mode!r})"
+
+
+def _differences(recorded: dict[str, Any] | None, current: dict[str, Any] | None, sep: str) -> str:
+    """What differs between two headers' dicts, as flags ('' when either is unknown or none does)."""
+    if recorded is None or current is None:
+        return ""
+    return sep.join(f"{_flag(n)} was {recorded.get(n)!r} when recorded, {current.get(n)!r} in this run"
+                    for n in sorted(set(recorded) | set(current)) if recorded.get(n) != current.get(n))
+
+
+def _line_of(path: Path, offset: int) -> int:
+    """The 1-based line of byte ``offset`` in the file at ``path``."""
+    return path.read_bytes()[:offset].count(b"\n") + 1
 
 
 def _flag(name: str) -> str:

@@ -18,10 +18,13 @@ Two ways to talk to the model, chosen by ``AgentConfig.tool_mode``:
   With record/replay, use an explicit mode if the endpoint refuses tools: a refused request is
   not a recorded reply.
 
-Limits: ``max_steps`` model calls with tools and ``timeout_s`` per question. Reaching either
-makes one last call without tools that asks for the best answer from what was gathered; if it
-gives text, that is the answer (flag-free); if not, the answer is empty with the flag
-``agent_failure`` (steps) or ``timeout``. The harness scores those 0 as failures.
+Limits: ``max_steps`` model calls per question, the last call included, and ``timeout_s``. The
+agent makes at most ``max_steps - 1`` calls with tools; reaching that (or the time, or an empty
+reply, or an invalid action) makes one last call without tools that asks for the best answer from
+what was gathered; if it gives text, that is the answer, scored as any other, with the flag
+``limit_reached`` (the answer came from the last call, not from the agent's own finish); if not,
+the answer is empty with the flag ``agent_failure`` (steps) or ``timeout``. The harness scores
+those 0 as failures.
 
 Model infrastructure errors (:class:`ModelEndpointError`, :class:`BudgetExceeded`,
 :class:`CassetteMiss`) propagate, as do Neo4j outages: they are errors, not answers.
@@ -48,6 +51,7 @@ ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_r
 AGENT_ROLE = "agent"
 FLAG_AGENT_FAILURE = "agent_failure"
 FLAG_TIMEOUT = "timeout"
+FLAG_LIMIT_REACHED = "limit_reached"  # an answer the last call rescued: scored, but not the agent's own finish
 
 
 @dataclass(frozen=True)
@@ -225,7 +229,7 @@ def _native_loop(run: _Run, strict: bool) -> SystemAnswer:
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
     used_tool = False
-    for step in range(config.max_steps):
+    for step in range(config.max_steps - 1):  # the last of the max_steps calls is _finish's
         if run.timed_out():
             return _finish(run, messages, FLAG_TIMEOUT, "native")
         try:
@@ -263,7 +267,8 @@ def _json_loop(run: _Run) -> SystemAnswer:
         {"role": "system", "content": prompts.json_mode_system_prompt(tools)},
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
-    for step in range(config.max_steps):
+    # the last of the max_steps calls is _finish's; a native first reply (auto mode) was one of them
+    for step in range(max(0, config.max_steps - 1 - run.model_calls)):
         if run.timed_out():
             return _finish(run, messages, FLAG_TIMEOUT, "json")
         try:
@@ -313,7 +318,7 @@ def _finish(run: _Run, messages: list[dict[str, Any]], flag: str, mode: str) -> 
     if text and mode == "json":
         text = _unwrap_json_answer(text)
     if text:
-        return run.answer(text)
+        return run.answer(text, [FLAG_LIMIT_REACHED])
     return run.answer("", [flag])
 
 

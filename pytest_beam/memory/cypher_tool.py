@@ -1,9 +1,12 @@
 """The agent's read-only Cypher tool: its query is the agent's own, so the server must bound it.
 
 The query runs through :func:`pytest_beam.services.access.run_read`: a READ transaction (the
-server refuses writes), the agent's timeout and this tool's row cap, and is planned first: a plan
-that would load CSV, or expand variable-length paths deeper than the graph needs, is refused
-before anything runs. A mistake in the query
+server refuses writes), the agent's timeout and this tool's row cap, and is planned first. Only a
+plain read of the graph runs: the plan's query type must be 'r', with no command operator (SHOW
+or TERMINATE TRANSACTIONS plan as reads, and a READ transaction runs them: one agent could end
+another session's write on a shared server) and no procedure outside :data:`READ_PROCEDURES`
+(``db.clearQueryCaches()`` runs in a READ transaction too); a plan that would load CSV, or expand
+variable-length paths deeper than the graph needs, is refused before anything runs. A mistake in the query
 (syntax, a refused write, a timeout) comes back to the agent as text; a dead server raises.
 """
 
@@ -16,6 +19,15 @@ from ..services.access import QueryRefused, run_read
 from .tool_render import ToolResult, bounded, collect_message_ids, cut, plain
 
 
+#: Procedures the agent may call: they read this database's graph or its schema, nothing else.
+READ_PROCEDURES = frozenset({
+    "db.index.fulltext.queryNodes", "db.index.fulltext.queryRelationships", "db.index.vector.queryNodes",
+    "db.labels", "db.relationshipTypes", "db.propertyKeys", "db.schema.visualization",
+    "db.schema.nodeTypeProperties", "db.schema.relTypeProperties",
+})
+#: Command operators (SHOW ..., TERMINATE ..., administration) are not reads of the graph, whatever
+#: query type the server gives them (SHOW/TERMINATE TRANSACTIONS plan as 'r').
+_COMMAND = re.compile(r"^(Show|Terminate)[A-Z]|^AdministrationCommand$|^SystemProcedureCall$")
 #: Operators refused by plan: LoadCSV makes the server fetch a URL or read a file, whatever the
 #: query's spelling (``LOAD/**/CSV``, inside ``CALL {}``); the local server blocks it too.
 REFUSED_OPERATORS = frozenset({"LoadCSV"})
@@ -54,8 +66,22 @@ def _deepest(details: str) -> float:
     return deepest
 
 
-def refusal(steps: list[tuple[str, str]]) -> str | None:
+def refusal(steps: list[tuple[str, str]], query_type: str = "r") -> str | None:
     """Why the agent's query may not run, from what the server planned (None: it may)."""
+    if query_type in ("rw", "w"):
+        return "writes are not allowed here (this tool is read-only: writes are refused)."
+    commands = sorted({op for op, _ in steps if _COMMAND.search(op)})
+    if commands:
+        return (f"commands ({', '.join(commands)}) are not allowed here: this tool reads the graph only "
+                "(use MATCH ... RETURN).")
+    for op, details in steps:
+        name = details.split("(", 1)[0].strip()
+        if op == "ProcedureCall" and name not in READ_PROCEDURES:
+            return (f"the procedure {name or details!r} is not allowed here: this tool reads the graph only "
+                    f"(allowed: {', '.join(sorted(READ_PROCEDURES))}).")
+    if query_type != "r":
+        return (f"only plain reads of the graph are allowed here (the server planned this query as "
+                f"type {query_type or 'unknown'!r}, not a read).")
     if any(op in REFUSED_OPERATORS for op, _ in steps):
         return "LOAD CSV is not allowed here (this tool reads the graph only)."
     if any(_RANGE.search(details) for _, details in steps):

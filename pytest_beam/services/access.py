@@ -77,15 +77,17 @@ UNBOUNDED = ReadLimits(timeout_s=None, max_rows=None)
 
 
 class QueryRefused(Exception):
-    """The server's plan of a query failed the caller's plan check (``LoadCSV`` or a deep
-    variable-length expand for the agent's Cypher): the query was planned (``EXPLAIN``), never run."""
+    """The server's plan of a query failed the caller's plan check (a command, a procedure,
+    ``LoadCSV`` or a deep variable-length expand for the agent's Cypher): the query was planned
+    (``EXPLAIN``), never run."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
 
-PlanCheck = Callable[[list[tuple[str, str]]], "str | None"]
+#: Called with the plan's steps and its query type ('r', 'rw', 'w', 's'; '' when not given).
+PlanCheck = Callable[[list[tuple[str, str]], str], "str | None"]
 
 
 def plan_steps(plan: Any) -> list[tuple[str, str]]:
@@ -155,7 +157,8 @@ def run_read(
     @neo4j.unit_of_work(timeout=timeout_s)
     def work(tx: "neo4j.ManagedTransaction") -> ReadResult:
         if plan_check is not None:
-            reason = plan_check(plan_steps(tx.run("EXPLAIN " + cypher, dict(params or {})).consume().plan))
+            planned = tx.run("EXPLAIN " + cypher, dict(params or {})).consume()
+            reason = plan_check(plan_steps(planned.plan), planned.query_type or "")
             if reason:
                 raise QueryRefused(reason)
         result = tx.run(cypher, dict(params or {}))

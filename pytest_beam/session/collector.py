@@ -37,6 +37,7 @@ class RunCollector:
         self.started = time.time()
         self.record: RunRecord | None = None
         self.interrupted_by: str | None = None  # a signal's name, when one ended the run
+        self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
         self.parts = session.run_dir / "parts"
         self._lock = threading.RLock()  # model calls persist from the client's threads
 
@@ -109,11 +110,16 @@ class RunCollector:
                 for key, value in entry.items():
                     mine.setdefault(key, value)
 
-    def finish(self, exitstatus: int) -> None:
+    def finish(self, exitstatus: int) -> int:
+        """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
+        stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
         from ..results.collect import add_usage, build_record, write_run
 
         session = self.session
         self.merge_parts()
+        self.cap_line = self._stopped_by_cap()
+        if self.cap_line and exitstatus == pytest.ExitCode.OK:
+            exitstatus = int(pytest.ExitCode.USAGE_ERROR)
         own = self._own_meter()
         spent = any(any(v for k, v in row.items() if k.endswith("calls")) for row in self.meter.values()) or any(
             any(v for k, v in row.items() if k.endswith("calls")) for row in own.values())
@@ -122,7 +128,7 @@ class RunCollector:
             # nothing ran (everything skipped or deselected): no record, and no folder left
             # holding only workers' parts and progress logs
             shutil.rmtree(session.run_dir, ignore_errors=True)
-            return
+            return exitstatus
         add_usage(self.meter, own)
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
@@ -130,9 +136,27 @@ class RunCollector:
             interrupted_by=self.interrupted_by, systems=session.systems)
         write_run(session.run_dir, self.record, html=session.settings.html)
         shutil.rmtree(self.parts, ignore_errors=True)
+        return exitstatus
+
+    def _stopped_by_cap(self) -> str | None:
+        """One line when every question of the run was skipped and the spend cap skipped them; a
+        run where some questions finished before the cap is partial (the record says so), not this."""
+        outcomes = [(q.get("outcome"), str(q.get("error") or "")) for q in self.questions.values()]
+        if not outcomes or any(outcome != "skipped" for outcome, _ in outcomes):
+            return None
+        capped = sum("spend cap reached" in error for _, error in outcomes)
+        if not capped:
+            return None
+        s = self.session.settings
+        caps = ", ".join(f"--beam-{name}={value}" for name, value in
+                         (("max-calls", s.max_calls), ("max-tokens", s.max_tokens)) if value is not None)
+        return (f"pytest-beam: the spend cap stopped every question ({capped} of {len(outcomes)} skipped by it; "
+                f"{caps}): nothing was measured; raise the cap to run them")
 
     def write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.record is None:
+            if self.cap_line:
+                terminalreporter.write_line(self.cap_line, red=True, bold=True)
             return
         from ..results.summary import render_summary
 
@@ -145,6 +169,8 @@ class RunCollector:
             for line in str(diff).splitlines():
                 terminalreporter.write_line("    " + line)
         terminalreporter.write_line(f"record: {self.session.run_dir / 'record.json'}")
+        if self.cap_line:
+            terminalreporter.write_line(self.cap_line, red=True, bold=True)
 
 
 def _outcome(report: pytest.TestReport) -> str:

@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 import pytest
 
-from ..settings import OPTION_BY_NAME, Settings, SettingsError, recorded_settings, resolve
+from ..settings import (
+    OPTION_BY_NAME,
+    Settings,
+    SettingsError,
+    question_set,
+    recorded_settings,
+    resolve,
+)
 from .project import spaced_value_problem
 from .state import STASH_KEY, BeamSession, new_run_id
 
@@ -98,7 +105,13 @@ def open_session(config: pytest.Config) -> BeamSession | None:
             from ..llm import Cassette
 
             session.record_mode = Cassette.prepare(settings.cassette, settings.record_mode,
-                                                   recorded_settings(settings))
+                                                   recorded_settings(settings), question_set(settings))
+            if session.record_mode == "none":  # replaying: a cassette that holds nothing stops the run
+                from ..llm.cassette import replay_problem
+
+                problem = replay_problem(settings.cassette)
+                if problem:
+                    raise SettingsError(problem)
     config.stash[STASH_KEY] = session
     return session
 

@@ -61,9 +61,9 @@ class BeamSessionPlugin:
             settings = self.session.settings
             if settings.cassette is not None and self.session.record_mode == "new_episodes":
                 from ..llm import Cassette
-                from ..settings import recorded_settings
+                from ..settings import question_set, recorded_settings
 
-                Cassette.refresh_header(settings.cassette, recorded_settings(settings))
+                Cassette.refresh_header(settings.cassette, recorded_settings(settings), question_set(settings))
         except EndpointProblem as exc:
             self._stop_endpoint()
             raise pytest.UsageError(str(exc)) from None
@@ -157,7 +157,7 @@ class BeamSessionPlugin:
             if beam.is_worker:
                 beam.collector.persist()
             else:
-                beam.collector.finish(int(exitstatus))
+                session.exitstatus = beam.collector.finish(int(exitstatus))  # pytest returns this one
         finally:
             self._stop_endpoint()
             if self.terminate is not None:

@@ -103,9 +103,10 @@ class Runtime:
                 budget = FileBudget.in_run_dir(self.session.run_dir, max_calls=s.max_calls, max_tokens=s.max_tokens)
             cassette = None
             if s.record_mode != "off":
-                from ..settings import recorded_settings
+                from ..settings import question_set, recorded_settings
 
-                cassette = Cassette(s.cassette, mode=self.session.record_mode, settings=recorded_settings(s))
+                cassette = Cassette(s.cassette, mode=self.session.record_mode, settings=recorded_settings(s),
+                                    questions=question_set(s))
             self._models = ModelClient(
                 EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
                                max_retries=s.max_retries, concurrency=s.concurrency),

@@ -61,3 +61,18 @@ def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_da
     assert skipped and all("spend cap reached" in q["error"] for q in skipped)
     assert all(q["score"] is not None for q in answered)  # what finished before the cap keeps its score
     assert sum(u["calls"] for u in record["usage"].values()) == 18  # everything measured is kept
+
+
+@pytest.mark.neo4j
+def test_a_cap_that_stops_every_question_is_not_a_green_run(project, beam_data_dir):
+    """Issue 32 item 3: every question skipped by the cap exited 0, so CI saw green. The run
+    measured nothing: it exits non-zero with one line saying the cap stopped every question."""
+    with ScriptedModelServer(responder=LoopingAgent()) as server:
+        proc = beam(project, server, beam_data_dir, "--beam-max-calls=13", "--beam-agent-steps=12")
+    out = proc.stdout + proc.stderr
+    assert "2 skipped" in proc.stdout and "passed" not in proc.stdout.splitlines()[-1], out[-4000:]
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out[-4000:]
+    (line,) = [ln for ln in out.splitlines() if "stopped every question" in ln]
+    assert "--beam-max-calls=13" in line and "2 of 2" in line, line
+    record = json.loads(next((project / "results").glob("*/record.json")).read_text())
+    assert record["partial"] is True and record["exit_status"] == pytest.ExitCode.USAGE_ERROR

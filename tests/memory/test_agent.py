@@ -97,7 +97,7 @@ def test_a_delete_from_the_agent_is_refused_and_the_graph_is_unchanged(graph, em
     (tool,) = [t for t in answer.trace if t["type"] == "tool"]
     assert tool["tool"] == "cypher" and tool["error"] is True
     fed_back = model_server.chat_requests[1].body["messages"][-1]
-    assert fed_back["role"] == "tool" and "Writing in read access mode not allowed" in fed_back["content"]
+    assert fed_back["role"] == "tool" and "read-only: writes are refused" in fed_back["content"]  # by plan
     assert answer.text == "I could not change anything." and answer.flags == []
 
 
@@ -135,8 +135,8 @@ def test_the_step_limit_ends_a_looping_agent_with_agent_failure(graph, embedder,
     server = model_server_factory(responder=_looping_responder(""))
     answer = _ask(graph, make_models(server), embedder, tool_mode="native", max_steps=3)
     assert answer.text == "" and answer.flags == ["agent_failure"]
-    assert [t["tool"] for t in answer.trace if t["type"] == "tool"] == ["hybrid_search"] * 3
-    assert answer.steps == 4  # 3 steps + the last call
+    assert [t["tool"] for t in answer.trace if t["type"] == "tool"] == ["hybrid_search"] * 2
+    assert answer.steps == 3 == len(server.chat_requests)  # the last call is one of the 3 steps
     last = server.chat_requests[-1].body
     assert "tools" not in last and "best final answer" in last["messages"][-1]["content"]
     assert any(t.get("event") == "limit_reached" for t in answer.trace)
@@ -145,9 +145,24 @@ def test_the_step_limit_ends_a_looping_agent_with_agent_failure(graph, embedder,
 def test_the_step_limit_still_answers_when_the_last_call_does(graph, embedder, model_server_factory, make_models):
     server = model_server_factory(responder=_looping_responder("Probably September."))
     answer = _ask(graph, make_models(server), embedder, tool_mode="native", max_steps=2)
-    assert answer.text == "Probably September." and answer.flags == []
-    assert answer.steps == 3 and answer.trace[-1]["final"] is True
+    assert answer.text == "Probably September." and answer.flags == ["limit_reached"]  # scored, but flagged
+    assert answer.steps == 2 == len(server.chat_requests) and answer.trace[-1]["final"] is True
     assert answer.retrieved_message_ids  # what the searches showed counts
+
+
+@pytest.mark.parametrize("tool_mode", ["native", "json"])
+def test_agent_steps_never_exceed_the_limit(graph, embedder, model_server_factory, make_models, tool_mode):
+    """Issue 32 item 10: --beam-agent-steps=12 gave agent_steps 13 (12 tool steps + the last call)."""
+    def respond(body):
+        if body.get("tools"):
+            return Reply.calls(tool_call("hybrid_search", {"query": "Lisbon"}))
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return Reply.json_object({"tool": "hybrid_search", "arguments": {"query": "Lisbon"}})
+        return Reply.say("Probably September.")
+    server = model_server_factory(responder=respond)
+    answer = _ask(graph, make_models(server), embedder, tool_mode=tool_mode, max_steps=12)
+    assert answer.steps == 12 == len(server.chat_requests), answer.steps
+    assert answer.text == "Probably September." and answer.flags == ["limit_reached"]
 
 
 def test_timeout_gives_the_timeout_flag_without_an_answer(graph, embedder, model_server_factory, make_models):

@@ -197,3 +197,75 @@ def test_range_is_refused_by_plan_and_the_server_lives(guarded, query):
     result = box.call("cypher", {"query": query})
     assert result.is_error and "range() is not allowed here" in result.text, result.text
     assert service.is_alive() and _count(driver, database) == before
+
+
+@pytest.fixture
+def held_write(guarded) -> Iterator[tuple[Any, str]]:
+    """Another session's write transaction, open and uncommitted: (its transaction, its id)."""
+    import neo4j
+
+    _, driver, database = guarded
+    session = driver.session(database=database, default_access_mode=neo4j.WRITE_ACCESS)
+    tx = session.begin_transaction(metadata={"owner": "another-user"})
+    tx.run("CREATE (:Held {k: 1})").consume()
+    rows = driver.execute_query("SHOW TRANSACTIONS YIELD transactionId, metaData "
+                                "WHERE metaData.owner = 'another-user' RETURN transactionId",
+                                database_=database).records
+    assert len(rows) == 1, rows
+    try:
+        yield tx, rows[0]["transactionId"]
+    finally:
+        if not tx.closed():
+            tx.rollback()
+        session.close()
+        driver.execute_query("MATCH (h:Held) DETACH DELETE h", database_=database)
+
+
+def test_the_agent_cannot_terminate_another_sessions_write(guarded, held_write):
+    """Issue 32 item 1: TERMINATE TRANSACTIONS plans as a read (query_type 'r'), so the READ
+    transaction let it through and the other session's commit failed with
+    Neo.ClientError.Transaction.Terminated. Refused by plan now; the held write commits."""
+    from pytest_beam.memory.tools import ToolBox
+
+    _, driver, database = guarded
+    tx, tx_id = held_write
+    box = ToolBox(driver, database, None)
+    for query in (f"TERMINATE TRANSACTIONS '{tx_id}'",
+                  f"terminate /* who? */ transaction \"{tx_id}\" YIELD message RETURN message"):
+        result = box.call("cypher", {"query": query})
+        assert result.is_error and "not allowed here" in result.text, result.text
+    tx.commit()
+    assert run_read(driver, database, "MATCH (h:Held) RETURN count(h) AS n", {})[0]["n"] == 1
+
+
+@pytest.mark.parametrize("query", [
+    "SHOW TRANSACTIONS",
+    "/* list */ show\ntransactions YIELD transactionId, currentQuery RETURN *",
+    "SHOW TRANSACTIONS YIELD transactionId WHERE transactionId <> '' RETURN transactionId",
+    "CALL db.clearQueryCaches()",
+    "call db.clearQueryCaches() YIELD value RETURN value",
+    "CALL () { CALL db.clearQueryCaches() YIELD value RETURN value } RETURN value",
+    "CALL dbms.listConfig() YIELD name, value RETURN name, value",
+    "CALL db.awaitIndexes(1)",
+    "SHOW DATABASES",
+    "SHOW SETTINGS",
+])
+def test_commands_and_procedures_are_refused_by_plan(guarded, query):
+    from pytest_beam.memory.tools import ToolBox
+
+    _, driver, database = guarded
+    result = ToolBox(driver, database, None).call("cypher", {"query": query})
+    assert result.is_error and "not allowed here" in result.text, result.text
+
+
+@pytest.mark.parametrize("query", [
+    "MATCH (n:N) RETURN count(n) AS n",
+    "CALL db.labels() YIELD label RETURN label",
+    "CALL () { MATCH (n:N) RETURN n.i AS i } RETURN max(i) AS n",
+])
+def test_plain_reads_still_run(guarded, query):
+    from pytest_beam.memory.tools import ToolBox
+
+    _, driver, database = guarded
+    result = ToolBox(driver, database, None).call("cypher", {"query": query})
+    assert not result.is_error, result.text
