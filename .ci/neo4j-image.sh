@@ -2,7 +2,7 @@
 # Build the docker provider's pinned image neo4j:<NEO4J_VERSION> locally, with no image registry:
 # a Debian bookworm root file system made by debootstrap from the Debian mirror apt already uses
 # (minbase + Java 17 headless), the jars of the local provider's class path (.ci/neo4j-jars.sh)
-# and docker/neo4j/entrypoint.sh, put together by docker/neo4j/Dockerfile (FROM scratch).
+# and images/neo4j/entrypoint.sh, put together by images/neo4j/Dockerfile (FROM scratch).
 # Idempotent: prints nothing when the image exists. The root file system is cached as
 # ~/.cache/pytest-beam/debian-bookworm-java17-rootfs.tar (a rebuild then takes seconds; about
 # 3 minutes without it). Needs root (debootstrap), an engine (.ci/docker-engine.sh) and the jars.
@@ -66,7 +66,7 @@ classpath="$("$py" -c 'from pytest_beam.services.local_install import resolve_cl
 
 ctx="$(mktemp -d "$cache/image-context.XXXXXX")"
 trap 'rm -rf "$ctx"' EXIT
-cp docker/neo4j/Dockerfile docker/neo4j/entrypoint.sh "$ctx/"
+cp images/neo4j/Dockerfile images/neo4j/entrypoint.sh "$ctx/"
 ln "$rootfs_tar" "$ctx/rootfs.tar" 2>/dev/null || cp "$rootfs_tar" "$ctx/rootfs.tar"
 mkdir "$ctx/lib"
 while IFS= read -r jar; do cp "$jar" "$ctx/lib/"; done <<<"$classpath"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Entrypoint of the docker provider's neo4j image (docker/neo4j/Dockerfile). Honours what
+# Entrypoint of the docker provider's neo4j image (images/neo4j/Dockerfile). Honours what
 # testcontainers' Neo4jContainer and the official image's users rely on:
 #  - NEO4J_AUTH=neo4j/<password> sets the initial password (data/dbms/auth.ini, written before
 #    the first start, only when absent); NEO4J_AUTH=none turns auth off; unset: neo4j/neo4j,
