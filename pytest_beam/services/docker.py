@@ -99,6 +99,29 @@ def _is_local_address(host: str) -> bool:
         return False
 
 
+def _network_gateway(client: Any, network: str) -> str | None:
+    """The gateway of a Docker network: its IPAM ``Gateway``, else (the default bridge of
+    dockerd 20.10 lists only the subnet) the subnet's first address, which Docker gives the
+    gateway by default. None when unknown."""
+    import ipaddress
+
+    try:
+        config = client.networks.get(network).attrs["IPAM"]["Config"] or []
+    except Exception:  # noqa: BLE001 - no such network, engine trouble
+        return None
+    for entry in config:
+        if entry.get("Gateway"):
+            return str(entry["Gateway"])
+    for entry in config:
+        try:
+            subnet = ipaddress.ip_network(entry.get("Subnet", ""), strict=False)
+        except ValueError:
+            continue
+        if subnet.version == 4 and subnet.num_addresses > 2:
+            return str(subnet.network_address + 1)
+    return None
+
+
 def publish_address(container: Any) -> str | None:
     """The host address to publish Bolt on, where testcontainers will connect (None: every
     interface, for a remote engine whose own addresses we cannot know).
@@ -116,12 +139,8 @@ def publish_address(container: Any) -> str | None:
         return "127.0.0.1"
     if mode == ConnectionMode.gateway_ip:
         network = container._network.name if getattr(container, "_network", None) else "bridge"
-        try:
-            config = client.client.networks.get(network).attrs["IPAM"]["Config"]
-            gateway = next(c["Gateway"] for c in config if c.get("Gateway"))
-        except Exception:  # noqa: BLE001 - no gateway known: every interface
-            return None
-        return gateway if local_engine and _is_local_address(gateway) else None
+        gateway = _network_gateway(client.client, network)
+        return gateway if gateway and local_engine and _is_local_address(gateway) else None
     host = client.host()
     if host in LOCALHOSTS:
         return "127.0.0.1"
