@@ -88,6 +88,8 @@ class Neo4jProvider(ABC):
     """A way to obtain Neo4j services: ``local``, ``docker`` or ``external``."""
 
     name: str
+    selection_note: str | None = None
+    """One line for the user about why ``auto`` chose this provider (None: nothing to say)."""
 
     @abstractmethod
     def create(self, label: str) -> Neo4jService:

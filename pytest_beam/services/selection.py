@@ -6,9 +6,9 @@ import pathlib
 
 from . import docker as _docker
 from . import local as _local
-from .local_install import FIX_HINT
 from .base import Neo4jProvider, Neo4jServiceError
 from .external import ExternalNeo4jProvider, is_bolt_uri
+from .local_install import FIX_HINT
 
 SPECS = ("auto", "docker", "local")
 
@@ -16,6 +16,11 @@ SPECS = ("auto", "docker", "local")
 def docker_engine_error() -> str | None:
     """The engine probe (None = an engine answers). Tests patch this, not Neo4j."""
     return _docker.docker_engine_error()
+
+
+def docker_image_error() -> str | None:
+    """Why the pinned image cannot be used (None = it is there or can be pulled). Tests patch this."""
+    return _docker.image_unavailable_reason()
 
 
 def local_unavailable_reason() -> str | None:
@@ -32,8 +37,10 @@ def select_provider(
 ) -> Neo4jProvider:
     """The provider for ``--beam-neo4j``.
 
-    ``auto``: docker when an engine answers, else local when it can run (Java 17+ and the jars,
-    NEO4J_HOME or mvn), else :class:`Neo4jServiceError` listing the three ways to fix it.
+    ``auto``: docker when an engine answers and has (or can pull) the pinned image, else local
+    when it can run (Java 17+ and the jars, NEO4J_HOME or mvn; its ``selection_note`` then says
+    in one line why not docker, when an engine answered), else :class:`Neo4jServiceError`
+    listing the three ways to fix it.
     ``docker`` / ``local``: that provider, or an error naming the fix when it cannot run.
     ``bolt://...`` (``neo4j://``, ``bolt+s://``...): an existing server, see
     :mod:`pytest_beam.services.external`.
@@ -61,6 +68,13 @@ def select_provider(
                 f"--beam-neo4j=docker: {why}. Start Docker (or set DOCKER_HOST), or choose "
                 "--beam-neo4j=local (Java 17 + Maven or NEO4J_HOME) or --beam-neo4j=<bolt URI>."
             )
+        why = docker_image_error()
+        if why:
+            raise Neo4jServiceError(
+                f"--beam-neo4j=docker: {why}. Build it locally (.ci/neo4j-image.sh in pytest-beam's "
+                "repository) or pull it where a registry is reachable, or choose --beam-neo4j=local "
+                "or --beam-neo4j=<bolt URI>."
+            )
         return docker_provider()
     if key == "local":
         why = local_unavailable_reason()
@@ -69,11 +83,20 @@ def select_provider(
         return local_provider()
     # auto
     docker_why = docker_engine_error()
-    if docker_why is None:
-        return docker_provider()
+    engine_answers = docker_why is None
+    if engine_answers:
+        docker_why = docker_image_error()
+        if docker_why is None:
+            return docker_provider()
     local_why = local_unavailable_reason()
     if local_why is None:
-        return local_provider()
+        provider = local_provider()
+        if engine_answers:
+            provider.selection_note = (
+                f"Neo4j: a Docker engine answers but {docker_why}; using the local provider "
+                "(--beam-neo4j=local) instead"
+            )
+        return provider
     raise Neo4jServiceError(
         "No way to run Neo4j here. docker: "
         f"{docker_why}; local: {local_why}.\n"

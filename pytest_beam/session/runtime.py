@@ -159,6 +159,8 @@ class Runtime:
             if self._provider is None:
                 self._provider = select_provider(self.settings.neo4j, work_dir=self.session.run_dir / "neo4j",
                                                  start_timeout_s=self.settings.neo4j_start_timeout)
+                if chosen := getattr(self._provider, "selection_note", None):
+                    self.say(chosen)  # auto fell back (e.g. an engine without the pinned image)
                 note = getattr(self._provider, "first_use_note", None)
                 if note is not None and (line := note()):
                     self.say(line)  # minutes of Maven before the first start, once per machine

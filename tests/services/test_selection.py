@@ -27,6 +27,7 @@ def no_docker_engine(monkeypatch):
 
 def test_auto_takes_docker_when_an_engine_answers(monkeypatch):
     monkeypatch.setattr(selection, "docker_engine_error", lambda: None)
+    monkeypatch.setattr(selection, "docker_image_error", lambda: None)
     monkeypatch.setattr(selection, "local_unavailable_reason", lambda: pytest.fail("local probed"))
     provider = select_provider("auto", heap="256m", start_timeout_s=33)
     assert isinstance(provider, DockerNeo4jProvider) and provider.name == "docker"
@@ -47,6 +48,27 @@ def test_no_engine_raises_docker_exception_and_auto_falls_back_to_local(no_docke
     provider = select_provider("AUTO", work_dir=tmp_path, heap="300m")
     assert isinstance(provider, LocalNeo4jProvider) and provider.name == "local"
     assert provider.work_dir == tmp_path and provider.heap == "300m"
+
+
+def test_auto_falls_back_to_local_in_one_line_when_the_engine_lacks_the_image(monkeypatch, tmp_path):
+    why = f"the image {IMAGE} is not on this engine and cannot be pulled (no such host)"
+    monkeypatch.setattr(selection, "docker_engine_error", lambda: None)
+    monkeypatch.setattr(selection, "docker_image_error", lambda: why)
+    monkeypatch.setattr(selection, "local_unavailable_reason", lambda: None)
+    provider = select_provider("auto", work_dir=tmp_path)
+    assert isinstance(provider, LocalNeo4jProvider)
+    assert provider.selection_note == (
+        f"Neo4j: a Docker engine answers but {why}; using the local provider (--beam-neo4j=local) instead")
+    assert "\n" not in provider.selection_note
+    with pytest.raises(Neo4jServiceError) as err:  # asked for docker explicitly: say how to get the image
+        select_provider("docker")
+    assert str(err.value).startswith(f"--beam-neo4j=docker: {why}. Build it locally (.ci/neo4j-image.sh")
+
+
+def test_no_engine_means_no_selection_note(no_docker_engine, monkeypatch, tmp_path):
+    monkeypatch.setattr(selection, "local_unavailable_reason", lambda: None)
+    monkeypatch.setattr(selection, "docker_image_error", lambda: pytest.fail("image probed without an engine"))
+    assert select_provider("auto", work_dir=tmp_path).selection_note is None
 
 
 def test_testcontainers_constructor_failure_becomes_a_clear_error(no_docker_engine):
