@@ -22,6 +22,7 @@ import pytest
 if TYPE_CHECKING:
     from ..results.record import RunRecord
     from ..system import IngestReport
+    from .judge_check import SessionJudgeCheck
     from .state import BeamSession
 
 _ID_IN_NODEID = re.compile(r"\[((?:.+-)?conv\d+:[a-z_]+:\d+)\]$")  # the item's id: [system-]question
@@ -38,6 +39,7 @@ class RunCollector:
         self.record: RunRecord | None = None
         self.interrupted_by: str | None = None  # a signal's name, when one ended the run
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
+        self.judge_check: SessionJudgeCheck | None = None  # the judge's calibration, when the run made one
         self.parts = session.run_dir / "parts"
         self._lock = threading.RLock()  # model calls persist from the client's threads
 
@@ -130,10 +132,14 @@ class RunCollector:
             shutil.rmtree(session.run_dir, ignore_errors=True)
             return exitstatus
         add_usage(self.meter, own)
+        check = self.judge_check
+        if check is not None and check.usage:
+            add_usage(self.meter, {"judge check": _one_row(check.usage)})
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
-            interrupted_by=self.interrupted_by, systems=session.systems)
+            interrupted_by=self.interrupted_by, systems=session.systems,
+            judge_check=check.check if check else None, judge_check_error=check.error if check else None)
         write_run(session.run_dir, self.record, html=session.settings.html)
         shutil.rmtree(self.parts, ignore_errors=True)
         return exitstatus
@@ -171,6 +177,16 @@ class RunCollector:
         terminalreporter.write_line(f"record: {self.session.run_dir / 'record.json'}")
         if self.cap_line:
             terminalreporter.write_line(self.cap_line, red=True, bold=True)
+
+
+def _one_row(usage: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A meter's rows (by role) summed into one row."""
+    from ..results.collect import add_usage
+
+    total: dict[str, dict[str, Any]] = {}
+    for row in usage.values():
+        add_usage(total, {"all": row})
+    return total.get("all", {})
 
 
 def _outcome(report: pytest.TestReport) -> str:
