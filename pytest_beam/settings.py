@@ -201,6 +201,7 @@ class Settings:
     system: str = "graphrag"
     context_tokens: int = 120_000
     retrieval_k: int = 10
+    endpoint_identity: str | None = None  # not an option: set with the embedded model (llm.embedded.CACHE_IDENTITY)
 
     def __repr__(self) -> str:  # the key never shows, whatever prints settings
         shown = {f.name: getattr(self, f.name) for f in fields(self)}

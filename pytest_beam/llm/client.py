@@ -318,7 +318,7 @@ class ModelClient:
                 raise cassette.miss(fp=fp, role=role, model=model)
         key = None
         if self.cache is not None:
-            key = cache_key(self.endpoint.endpoint_key, request)
+            key = cache_key(self.endpoint.cache_identity, request)
             body = self.cache.get(key)
             if body is not None:
                 try:

