@@ -212,6 +212,22 @@ def assemble_gguf(path: Path | None = None, progress: Progress | None = None) ->
     return path
 
 
+THREADS_VARIABLE = "BEAM_EMBEDDED_THREADS"
+
+
+def threads_from_environment() -> int | None:
+    """``BEAM_EMBEDDED_THREADS``: the server's threads (default: every usable core). On cores busy
+    with other work one thread is faster: measured here under a load average of 8 on 2 cores, a
+    judge call took 87 s with one thread and 120-210 s with two, whose generation waits on each
+    other at every token (0.5-1.3 tokens/s against 3.9)."""
+    raw = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise EmbeddedModelError(f"embedded model: {THREADS_VARIABLE}={raw!r} must be a number of threads, 1 or more")
+    return int(raw)
+
+
 class EmbeddedModel:
     """The embedded model's server: :meth:`start` gives ``(base_url, model_name)``.
 
@@ -234,7 +250,7 @@ class EmbeddedModel:
     ) -> None:
         self.gguf_path = gguf_path or default_gguf_path()
         self.ctx_size = ctx_size
-        self.threads = threads
+        self.threads = threads or threads_from_environment()
         self.parallel = parallel
         self.port = port
         self.cache_prompt = cache_prompt
