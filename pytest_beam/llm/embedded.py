@@ -295,7 +295,7 @@ class EmbeddedModel:
             extra_args=["--metrics", *self.extra_args], startup_timeout=self.startup_timeout, binary=binary,
         )
         progress(f"embedded model: starting llama-server with {MODEL_TITLE} "
-                 f"({self.ctx_size} tokens of context, {server.threads} threads)")
+                 f"({self.ctx_size} tokens of context, {server.threads} thread{'s' if server.threads != 1 else ''})")
         started = time.monotonic()
         self.server = server  # held before it starts, so stop() reaches it if the start is interrupted
         try:
