@@ -26,14 +26,24 @@ def sample_size(settings: Settings) -> int | None | bool:
     if spec == "off":
         return False
     if spec == "auto":
-        from ..llm.embedded import MODEL_NAME
-
-        return DEFAULT_SAMPLE if settings.role_models()["judge"] == MODEL_NAME else False
+        return DEFAULT_SAMPLE if judge_is_embedded(settings) else False
     if spec == "on":
         return DEFAULT_SAMPLE
     if spec == "all":
         return None
     return int(spec)
+
+
+def judge_is_embedded(settings: Settings) -> bool:
+    """The judge is (or, before the run starts it, will be) the embedded model; a replay goes by
+    the model its cassette was recorded with."""
+    from ..llm.embedded import MODEL_NAME
+    from .endpoint import EMBEDDED, wants_embedded
+
+    judge = settings.role_models()["judge"]
+    if judge == MODEL_NAME:
+        return True
+    return not settings.replaying and wants_embedded(settings) and judge in (None, EMBEDDED)
 
 
 @dataclass
