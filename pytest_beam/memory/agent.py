@@ -5,8 +5,9 @@ Two ways to talk to the model, chosen by ``AgentConfig.tool_mode``:
 * ``"native"``: the endpoint's own tool calling (``tools`` in the request). A reply without a
   tool call is the final answer.
 * ``"json"``: every step is a ``models.structured(...)`` call whose reply is an
-  :class:`AgentAction` — a tool and its arguments, or a final answer. Works with any model that
-  can return JSON (grammar-constrained endpoints always can).
+  :class:`AgentAction` — a tool and its arguments, or none when the model has what it needs; the
+  answer is then one plain-text call (``prompts.ANSWER_PROMPT``). Works with any model that can
+  return JSON (grammar-constrained endpoints always can).
 * ``"auto"`` (default): start native, and fall back to JSON actions for this question when
   (a) the endpoint refuses the request with tools (HTTP 400/422 whose text mentions tools), or
   (b) the model's *first* native reply has no tool call. Rule (b) is sound because no memory
@@ -84,26 +85,25 @@ class AgentConfig:
 
 
 class AgentAction(BaseModel):
-    """One step of the JSON-action mode: a tool call, or the final answer."""
+    """One step of the JSON-action mode: a tool call, or null when the model has what it needs;
+    the answer itself is then asked for in plain text (``prompts.ANSWER_PROMPT``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     tool: ToolName | None = Field(default=None,
-                                  description="The tool to call, or null when giving the final answer.")
+                                  description="The tool to call, or null when you have what you need to answer.")
     arguments: dict[str, Any] | None = Field(default=None, description="The tool's arguments.")
-    final_answer: str | None = Field(default=None, max_length=4000,
-                                     description="The answer to the question, or null when calling a tool.")
 
 
 class FirstAgentAction(BaseModel):
-    """The first JSON action must call a tool: small models given the choice answered from nothing
-    (measured on Qwen2.5-Coder-1.5B: it skipped the tools unless the schema required one)."""
+    """The first JSON action must call a tool when the harness has not searched: small models given
+    the choice answered from nothing (measured on Qwen2.5-Coder-1.5B: it skipped the tools unless
+    the schema required one)."""
 
     model_config = ConfigDict(extra="forbid")
 
     tool: ToolName = Field(description="The tool to call first: look in the memory before answering.")
     arguments: dict[str, Any] = Field(description="The tool's arguments.")
-    final_answer: None = Field(default=None, description="Always null in the first step.")
 
     def as_action(self) -> AgentAction:
         return AgentAction(tool=self.tool, arguments=self.arguments)
@@ -332,13 +332,21 @@ def _json_loop(run: _Run, first: _FirstSearch | None = None) -> SystemAnswer:
                 tool=action.tool, step=run.tool_calls, result=tool_result.text)})
             continue
         run.model_step("json", text=result.raw_text, tool_calls=[], usage=result.usage)
-        text = (action.final_answer or "").strip()
-        if text:
-            return run.answer(text)
-        messages.append({"role": "assistant", "content": _action_json(action)})
-        messages.append({"role": "user", "content": "Your action had neither a tool nor a final answer. "
-                                                    "Reply with one of them."})
+        return _answer(run, messages)
     return _finish(run, messages, FLAG_AGENT_FAILURE, "json")
+
+
+def _answer(run: _Run, messages: list[dict[str, Any]]) -> SystemAnswer:
+    """JSON actions choose the tools; the answer is written in plain text, with the instruction
+    last: asked inside a JSON action, Qwen2.5-Coder-1.5B copied the search hits into it word for
+    word (lite run: the user's whole message for "which days"), asked plainly it answered in a
+    sentence of its own ("... on Tuesdays and Thursdays")."""
+    result = run.models.chat(role=AGENT_ROLE, messages=[*messages, {"role": "user", "content": prompts.ANSWER_PROMPT}],
+                             max_tokens=run.config.final_max_tokens)
+    run.model_step("json", text=result.text, tool_calls=[], finish_reason=result.finish_reason, usage=result.usage,
+                   final=True)
+    text = _unwrap_json_answer((result.text or "").strip())
+    return run.answer(text) if text else run.answer("", [FLAG_AGENT_FAILURE])
 
 
 def _action_json(action: AgentAction) -> str:

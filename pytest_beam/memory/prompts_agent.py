@@ -45,16 +45,23 @@ QUESTION_TEMPLATE = "Question: {question}"
 
 JSON_MODE_INSTRUCTIONS = """\
 You cannot call tools directly. Instead, every reply of yours is one JSON object, an action:
-- to use a tool: {{"tool": "<tool name>", "arguments": {{...}}, "final_answer": null}}
-- to answer:     {{"tool": null, "arguments": null, "final_answer": "<your answer>"}}
-After a tool action you get the tool's result in the next message. Give the final answer only \
-when you have what you need.
+- to use a tool: {{"tool": "<tool name>", "arguments": {{...}}}}
+- when you have what you need to answer: {{"tool": null, "arguments": null}}
+After a tool action you get the tool's result in the next message; after the second kind you \
+are asked for the answer.
 
 The tools (name, what it does, its arguments as JSON schema):
 {catalogue}\
 """
 
 TOOL_RESULT_TEMPLATE = "Result of {tool} (call {step}):\n{result}"
+
+ANSWER_PROMPT = """\
+Now write the answer to the question in plain text, not JSON: one or two short sentences of your \
+own with the specific names, numbers and dates from the results above; do not copy the messages. \
+Where the question asks how many are left or how long between two dates, work it out. If nothing \
+above bears on the question, say that the chat does not say.\
+"""
 
 FINAL_NUDGE = """\
 You have used all the steps (or time) you had. Do not call any more tools. From what the \

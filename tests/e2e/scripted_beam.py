@@ -74,8 +74,8 @@ class ScriptedBeamModel:
             return Reply.say("YES" if same else "NO")
         if body.get("tools"):
             return self.agent_step(body)
-        if schema == "AgentAction":
-            return Reply.json_object({"final_answer": self.answer_for(body)})
+        if schema == "AgentAction":  # the hits are enough: the answer is asked for next, in plain text
+            return Reply.json_object({"tool": None, "arguments": None})
         return Reply.say(self.answer_for(body))
 
     def agent_step(self, body: dict[str, Any]) -> Reply:

@@ -10,7 +10,7 @@ from pytest_beam.data.records import SystemQuestion
 from pytest_beam.llm import ModelEndpointError
 from pytest_beam.memory.agent import AgentConfig, answer_question
 from pytest_beam.scoring import evidence_recall
-from pytest_beam.memory.prompts_agent import SYSTEM_PROMPT
+from pytest_beam.memory.prompts_agent import ANSWER_PROMPT, SYSTEM_PROMPT
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, count_graph
 from tests.model_server import Reply, messages_text, tool_call
@@ -31,9 +31,11 @@ def _native_script() -> list[Reply]:
 
 
 def _json_script() -> list[Reply]:
-    return [Reply.json_object({"tool": "hybrid_search", "arguments": SEARCH_ARGS, "final_answer": None}),
-            Reply.json_object({"tool": "read_messages", "arguments": READ_ARGS, "final_answer": None}),
-            Reply.json_object({"tool": None, "arguments": None, "final_answer": ANSWER})]
+    """JSON actions choose the tools; the answer comes from a plain call after a null tool."""
+    return [Reply.json_object({"tool": "hybrid_search", "arguments": SEARCH_ARGS}),
+            Reply.json_object({"tool": "read_messages", "arguments": READ_ARGS}),
+            Reply.json_object({"tool": None, "arguments": None}),
+            Reply.say(ANSWER)]
 
 
 def _tools(answer) -> list[tuple[str, dict]]:
@@ -186,17 +188,21 @@ def test_json_actions_answer_like_native_tools(graph, embedder, model_server_fac
     assert fallback.text == native.text == ANSWER
     assert _tools(fallback) == _tools(native) == [("hybrid_search", SEARCH_ARGS), ("read_messages", READ_ARGS)]
     assert fallback.retrieved_message_ids == native.retrieved_message_ids
-    assert [t["mode"] for t in fallback.trace if t["type"] == "model"] == ["json"] * 3
+    assert [t["mode"] for t in fallback.trace if t["type"] == "model"] == ["json"] * 4
     requests = json_server.chat_requests
-    assert all("tools" not in r.body and r.body["response_format"]["type"] == "json_schema" for r in requests)
+    actions, answer = requests[:3], requests[3]
+    assert all("tools" not in r.body and r.body["response_format"]["type"] == "json_schema" for r in actions)
     assert "read_messages:" in requests[0].body["messages"][0]["content"]  # the tool catalogue
     assert requests[2].body["messages"][-1]["content"].startswith("Result of read_messages")
-    # issue 16 point 1: the first action must be a tool call; later ones may answer
+    # issue 16 point 1: the first action must be a tool call; later ones may end the search
     first, later = (r.body["response_format"]["json_schema"]["schema"] for r in (requests[0], requests[1]))
     assert first["required"] == ["tool", "arguments"] and "anyOf" not in first["properties"]["tool"]
-    assert first["properties"]["final_answer"] == {"default": None, "description": "Always null in the first step.",
-                                                   "title": "Final Answer", "type": "null"}
+    assert "final_answer" not in first["properties"] and "final_answer" not in later["properties"]
     assert "required" not in later and {"type": "null"} in later["properties"]["tool"]["anyOf"]
+    # issue 25: the answer is one plain call, its instruction last, after everything the tools showed
+    assert "response_format" not in answer.body and "tools" not in answer.body
+    assert answer.body["messages"][-1]["content"] == ANSWER_PROMPT
+    assert answer.body["messages"][-2]["content"].startswith("Result of read_messages")
 
 
 def test_auto_falls_back_to_json_when_the_endpoint_refuses_tools(graph, embedder, model_server_factory, make_models):
@@ -224,7 +230,7 @@ def test_auto_falls_back_to_json_when_the_first_reply_calls_no_tool(graph, embed
     model_server.script(Reply.say("I think June."), *_json_script())
     answer = _ask(graph, make_models(model_server), embedder, tool_mode="auto")
     assert answer.text == ANSWER and answer.flags == []
-    assert [t["mode"] for t in answer.trace if t["type"] == "model"] == ["native", "json", "json", "json"]
+    assert [t["mode"] for t in answer.trace if t["type"] == "model"] == ["native", "json", "json", "json", "json"]
     # with tool_mode native the same first reply is the answer
     model_server.script(Reply.say("I think June."))
     assert _ask(graph, make_models(model_server), embedder, tool_mode="native").text == "I think June."
@@ -262,18 +268,18 @@ def _first_result(body) -> dict:
 @pytest.mark.parametrize("tool_mode", ["native", "json", "auto"])
 def test_the_first_search_is_the_harness_s_and_a_model_may_answer_from_it(graph, embedder, model_server, make_models,
                                                                             tool_mode):
-    reply = Reply.json_object({"tool": None, "arguments": None, "final_answer": ANSWER}) if tool_mode == "json" \
-        else Reply.say(ANSWER)
-    model_server.script(reply)
+    replies = [Reply.json_object({"tool": None, "arguments": None}), Reply.say(ANSWER)] if tool_mode == "json" \
+        else [Reply.say(ANSWER)]
+    model_server.script(*replies)
     answer = _ask(graph, make_models(model_server), embedder, tool_mode=tool_mode, first_search_hits=8)
 
-    assert answer.text == ANSWER and answer.flags == [] and answer.steps == 1  # one model call
+    assert answer.text == ANSWER and answer.flags == [] and answer.steps == len(replies)  # no tool call of its own
     (search,) = [t for t in answer.trace if t["type"] == "tool"]
     assert search["tool"] == "hybrid_search" and search["step"] == 0 and not search["error"]
     assert search["arguments"] == {"query": QUESTION.question, "limit": 8}
     assert 4 in search["message_ids"]  # the message that moved the date to September
     assert answer.retrieved_message_ids == set(search["message_ids"])
-    (request,) = model_server.chat_requests
+    request = model_server.chat_requests[0]
     messages = request.body["messages"]
     assert QUESTION.question in messages[1]["content"]
     shown = _first_result(request.body)
@@ -282,7 +288,7 @@ def test_the_first_search_is_the_harness_s_and_a_model_may_answer_from_it(graph,
         schema = request.body["response_format"]["json_schema"]["schema"]
         assert "required" not in schema and {"type": "null"} in schema["properties"]["tool"]["anyOf"]
         assert messages[2] == {"role": "assistant", "content": json.dumps(
-            {"arguments": {"limit": 8, "query": QUESTION.question}, "final_answer": None, "tool": "hybrid_search"},
+            {"arguments": {"limit": 8, "query": QUESTION.question}, "tool": "hybrid_search"},
             separators=(",", ":"), sort_keys=True)}
     else:
         assert messages[2]["tool_calls"][0]["function"]["name"] == "hybrid_search"

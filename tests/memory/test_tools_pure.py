@@ -109,7 +109,9 @@ def test_tool_argument_errors_come_back_as_text():
 
 def test_agent_action_schema_and_config():
     assert AgentAction.model_validate({"tool": "read_messages", "arguments": {"ids": [1]}}).tool == "read_messages"
-    assert AgentAction.model_validate({"final_answer": "Paris"}).final_answer == "Paris"
+    assert AgentAction.model_validate({"tool": None, "arguments": None}).tool is None  # ready to answer
+    with pytest.raises(Exception):  # the answer is asked for in plain text, never inside an action
+        AgentAction.model_validate({"final_answer": "Paris"})
     with pytest.raises(Exception):
         AgentAction.model_validate({"tool": "drop_database"})
     with pytest.raises(ValueError):
@@ -136,10 +138,8 @@ def test_the_first_json_action_must_call_a_tool():
     from pytest_beam.memory.agent import AgentAction, FirstAgentAction, action_schema
 
     assert action_schema(0) is FirstAgentAction and action_schema(1) is action_schema(5) is AgentAction
+    assert action_schema(0, searched=True) is AgentAction  # the harness's own first search looked already
     with pytest.raises(ValidationError):
-        FirstAgentAction.model_validate({"tool": None, "arguments": None, "final_answer": "June"})
-    with pytest.raises(ValidationError):
-        FirstAgentAction.model_validate({"final_answer": "June"})
-    first = FirstAgentAction.model_validate({"tool": "hybrid_search", "arguments": {"query": "x"}, "final_answer": None})
+        FirstAgentAction.model_validate({"tool": None, "arguments": None})
+    first = FirstAgentAction.model_validate({"tool": "hybrid_search", "arguments": {"query": "x"}})
     assert first.as_action() == AgentAction(tool="hybrid_search", arguments={"query": "x"})
-    assert AgentAction.model_validate({"final_answer": "June"}).final_answer == "June"
