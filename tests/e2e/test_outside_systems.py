@@ -28,7 +28,8 @@ def calls(row: dict) -> int:
     return row.get("calls", 0) + row.get("cached_calls", 0) + row.get("replayed_calls", 0) + row.get("errors", 0)
 
 
-def test_mem0_and_graphiti_beside_graphrag_metered_through_the_relay(tmp_path, beam_data_dir):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_mem0_and_graphiti_beside_graphrag_metered_through_the_relay(tmp_path, beam_data_dir, workers):
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
     model = PeerAwareModel()
     with ScriptedModelServer(responder=model) as server:
@@ -36,7 +37,7 @@ def test_mem0_and_graphiti_beside_graphrag_metered_through_the_relay(tmp_path, b
                f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
                "--beam-neo4j=local", "--beam-cache=off", f"--beam-results={tmp_path / 'results'}",
                f"--beam-system={','.join(SYSTEMS)}", "--beam-max-calls=400", "--beam-max-tokens=5000000",
-               "--snapshot-update"]
+               "--snapshot-update", *workers]  # under xdist each worker serves its own relay
         run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=dict(os.environ))
         received = server.request_count
         chat_received = len(server.chat_requests)
@@ -45,7 +46,7 @@ def test_mem0_and_graphiti_beside_graphrag_metered_through_the_relay(tmp_path, b
     assert "6 passed" in out
     for system in SYSTEMS:
         for qid in IDS:
-            assert f"beam::test_question[{system}-{qid}] PASSED" in out
+            assert f"PASSED beam::test_question[{system}-{qid}]" in out or f"beam::test_question[{system}-{qid}] PASSED" in out
     assert model.unknown == [] and model.served["mem0"] == 2 and model.served["graphiti"] >= 6
 
     [record_file] = (tmp_path / "results").glob("*/record.json")
