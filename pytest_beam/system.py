@@ -18,6 +18,7 @@ from .data.records import Document, SystemQuestion
 
 if TYPE_CHECKING:
     from .llm import ModelClient
+    from .llm.relay import ModelRelay
     from .services import Neo4jConnection
     from .settings import Settings
 
@@ -86,3 +87,8 @@ class SystemContext:
     # The system the run asks for (`--beam-system`): a conftest's `pytest_beam_make_system`
     # returns its own system for its own names (see `pytest_beam_system_names`).
     system_name: str = "graphrag"
+    # The harness's OpenAI-compatible relay (started on first call, one per process) for a system
+    # whose library calls models with its own HTTP client: `relay().base_url(system_name, role)` is
+    # its endpoint, so those calls are metered as "<system> <role>", capped, cached, recorded and
+    # replayed like the harness's own (pytest_beam/llm/relay.py).
+    relay: Callable[[], ModelRelay] | None = None

@@ -25,7 +25,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                  questions: list[dict[str, Any]], ingest: dict[str, dict[str, Any]],
                  usage: dict[str, dict[str, Any]], exitstatus: int, interrupted_by: str | None = None,
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
-                 judge_check_error: str | None = None) -> RunRecord:
+                 judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None) -> RunRecord:
     from .provenance import data_revision, scoring_stamp
     from .record import RunRecord, aggregate, git_info, lockfile_hash
 
@@ -72,8 +72,24 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         scoring=scoring_stamp(settings.scorer, settings.judge_runs), label=settings.label,
         system=order[0] if order else None,
         systems=system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {},
+        usage_by_system=usage_by_system(questions, ingest, order) if several or relay else {},
+        relay=dict(relay or {}),
         judge_check=judge_check, judge_check_error=judge_check_error,
     )
+
+
+def usage_by_system(questions: list[dict[str, Any]], ingest: dict[str, dict[str, Any]],
+                    order: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """system -> meter row -> usage, the ingest (keyed `system/conversation`, or bare for the only
+    system) and every question's calls added up, systems in the selected order."""
+    out: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in order}
+    for key, info in ingest.items():
+        system = key.split("/", 1)[0] if "/" in key else (order[0] if order else "graphrag")
+        add_usage(out.setdefault(system, {}), info.get("usage") or {})
+    for entry in questions:
+        system = str(entry.get("system") or (order[0] if order else "graphrag"))
+        add_usage(out.setdefault(system, {}), entry.get("usage") or {})
+    return {name: rows for name, rows in out.items() if rows}
 
 
 def _question(entry: dict[str, Any], bench_set: BenchmarkSet | None) -> QuestionRecord:

@@ -175,6 +175,11 @@ class RunRecord(_Model):
     abilities: dict[str, AbilityStats] = Field(default_factory=dict)
     overall: OverallStats = Field(default_factory=OverallStats)
     usage: dict[str, UsageRow] = Field(default_factory=dict, description="phase/role -> usage")
+    usage_by_system: dict[str, dict[str, UsageRow]] = Field(
+        default_factory=dict, description="With several systems, or any call through the model relay: system -> "
+        "meter row -> usage, ingest and questions together (relayed calls are the rows '<system> <role>')")
+    relay: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Requests the model relay received per system: chat, embeddings, errors")
     phase_seconds: dict[str, float] = Field(default_factory=dict, description="ingest, agent, judge -> seconds")
     graph: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

@@ -140,6 +140,10 @@ def render_summary(record: RunRecord) -> list[str]:
         if record.phase_seconds:
             wall = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])))
             out.append(f"  wall time: {wall}")
+    if record.usage_by_system:
+        from .systems_text import render_usage_by_system
+
+        out += ["", *render_usage_by_system(record.usage_by_system, record.relay)]
 
     ran = [q for q in record.questions if q.outcome != "skipped"]
     if ran:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .schema import UsageRow
 from .stats import SystemStats
 from .systems import AID_MARK, CEILING, display_name, gap, reader_loss
-from .text import fmt_delta, fmt_int, fmt_interval, fmt_score, table
+from .text import fmt_delta, fmt_int, fmt_interval, fmt_score, phase_key, table
 
 SIDE_BY_SIDE_HEADERS = ("ability", "system", "n", "mean", "95% interval", "evidence recall", "context tok/q",
                         "calls", "tokens", "lost to retrieval", "lost to reader+judge")
@@ -56,4 +57,43 @@ def render_side_by_side(systems: Mapping[str, SystemStats]) -> list[str]:
     out.append("calls and tokens: answering and judging these questions; ingest per system: "
                + ", ".join(f"{n} {fmt_int(s.ingest_calls)} calls / {fmt_int(s.ingest_tokens)} tok"
                            for n, s in systems.items()))
+    return out
+
+
+USAGE_BY_SYSTEM_HEADERS = ("system", "row", "calls", "cached/replayed", "prompt tok", "completion tok")
+
+
+def usage_by_system_rows(by_system: Mapping[str, Mapping[str, UsageRow]]) -> list[list[str]]:
+    """One row per (system, meter row), systems in the selected order: a relayed call's row is
+    `<system> <role>` (its library's own call through the model relay), the others the harness's roles."""
+    rows: list[list[str]] = []
+    for system, usage in by_system.items():
+        for k, name in enumerate(sorted(usage, key=lambda n: phase_key(n.split(" ", 1)[-1]))):
+            u = usage[name]
+            rows.append([system if k == 0 else "", name, fmt_int(u.calls), fmt_int(u.cached_calls + u.replayed_calls),
+                         fmt_int(u.prompt_tokens), fmt_int(u.completion_tokens)])
+    return rows
+
+
+def relay_lines(relay: Mapping[str, Mapping[str, int]], by_system: Mapping[str, Mapping[str, UsageRow]]) -> list[str]:
+    """What the model relay received per system beside what the meter counted for its rows."""
+    out = []
+    for system, got in relay.items():
+        prefix = f"{system} "
+        rows = {n: u for n, u in by_system.get(system, {}).items() if n.startswith(prefix)}
+        chat = sum(u.calls + u.cached_calls + u.replayed_calls + u.errors for n, u in rows.items()
+                   if not n.endswith(" embedding"))
+        out.append(f"  {system}: {fmt_int(got.get('chat', 0))} chat requests received, {fmt_int(chat)} metered "
+                   f"(live + cached + replayed + failed); {fmt_int(got.get('embeddings', 0))} embedding requests; "
+                   f"{fmt_int(got.get('errors', 0))} answered with an error")
+    return out
+
+
+def render_usage_by_system(by_system: Mapping[str, Mapping[str, UsageRow]],
+                           relay: Mapping[str, Mapping[str, int]]) -> list[str]:
+    out = ["cost by system and meter row (a '<system> <role>' row is that system's own call through the model relay):"]
+    out += table(USAGE_BY_SYSTEM_HEADERS, usage_by_system_rows(by_system), align="llrrrr", indent="  ")
+    if relay:
+        out.append("model relay (an OpenAI-compatible endpoint on 127.0.0.1 in front of the run's model client):")
+        out += relay_lines(relay, by_system)
     return out

@@ -32,6 +32,12 @@ def load_questions(session: BeamSession) -> None:
         session.systems = select_systems(session.settings.system, custom_names(session.config))
     except (UnknownSystem, ValueError) as exc:
         pytest.exit(f"pytest-beam: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    if not session.settings.dry_run and not getattr(session.config.option, "collectonly", False):
+        from ..systems import missing_extra
+
+        missing = [line for name in session.systems if (line := missing_extra(name))]
+        if missing:  # before any model or Neo4j starts, not as an error per question
+            pytest.exit("pytest-beam: " + "; ".join(missing), returncode=pytest.ExitCode.USAGE_ERROR)
     try:
         session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations,
                                      keep_markers=session.settings.keep_markers)

@@ -35,6 +35,7 @@ class RunCollector:
         self.ingest: dict[str, dict[str, Any]] = {}
         self.services: dict[str, str] = {}
         self.meter: dict[str, dict[str, Any]] = {}
+        self.relay: dict[str, dict[str, int]] = {}  # the model relay's requests, merged from every process
         self.started = time.time()
         self.record: RunRecord | None = None
         self.interrupted_by: str | None = None  # a signal's name, when one ended the run
@@ -51,7 +52,7 @@ class RunCollector:
             return
         with self._lock:
             part = {"ingest": self.ingest, "services": self.services, "meter": self._own_meter(),
-                    "questions": self.questions}
+                    "questions": self.questions, "relay": self._own_relay()}
             atomic_write(self.parts / f"{self.session.process_name}.json", json.dumps(part, default=str))
 
     def add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
@@ -96,6 +97,10 @@ class RunCollector:
         runtime = self.session.runtime
         return runtime.usage() if runtime is not None else {}
 
+    def _own_relay(self) -> dict[str, dict[str, int]]:
+        runtime = self.session.runtime
+        return runtime.relay_counts() if runtime is not None else {}
+
     # ------------------------------------------------------------ controller
 
     def merge_parts(self) -> None:
@@ -107,6 +112,7 @@ class RunCollector:
             self.ingest.update(part.get("ingest", {}))
             self.services.update(part.get("services", {}))
             add_usage(self.meter, part.get("meter", {}))
+            add_usage(self.relay, part.get("relay", {}))
             for qid, entry in part.get("questions", {}).items():
                 mine = self.questions.setdefault(qid, entry)  # the controller's reports win
                 for key, value in entry.items():
@@ -132,13 +138,14 @@ class RunCollector:
             shutil.rmtree(session.run_dir, ignore_errors=True)
             return exitstatus
         add_usage(self.meter, own)
+        add_usage(self.relay, self._own_relay())
         check = self.judge_check
         if check is not None and check.usage:
             add_usage(self.meter, {"judge check": _one_row(check.usage)})
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
-            interrupted_by=self.interrupted_by, systems=session.systems,
+            interrupted_by=self.interrupted_by, systems=session.systems, relay=self.relay,
             judge_check=check.check if check else None, judge_check_error=check.error if check else None)
         write_run(session.run_dir, self.record, html=session.settings.html)
         shutil.rmtree(self.parts, ignore_errors=True)

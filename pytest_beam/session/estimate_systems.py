@@ -114,7 +114,13 @@ def format_systems(estimates: dict[str, Estimate | None], settings: Settings) ->
     blocks = []
     for system, est in estimates.items():
         if est is None:
-            blocks.append(f"[{system}] a custom system: its calls are its own, no estimate (not in the total)")
+            from ..systems import OUTSIDE_SYSTEMS
+
+            if system in OUTSIDE_SYSTEMS:
+                blocks.append(f"[{system}] an outside system: its library decides its calls (through the model relay, "
+                              "metered as its own rows), no estimate (not in the total)")
+            else:
+                blocks.append(f"[{system}] a custom system: its calls are its own, no estimate (not in the total)")
             continue
         if system == "graphrag":
             body = format_estimate(est, settings).splitlines()[:-2]  # cap and assumptions once, below

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .state import BeamSession
     from ..data.records import ProbingQuestion
     from ..llm import Meter, ModelClient
+    from ..llm.relay import ModelRelay
     from ..scoring import QuestionScore
     from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
 
@@ -85,6 +86,7 @@ class Runtime:
         self.cap_reason: str | None = None
         self._provider: Neo4jProvider | None = None
         self._models: ModelClient | None = None
+        self._relay: ModelRelay | None = None
         self.trace = TraceWriter(session.run_dir / f"trace-{session.process_name}.jsonl",
                                  (self.settings.api_key,) if self.settings.api_key else (),
                                  after=session.collector.persist if session.collector is not None else None)
@@ -119,6 +121,35 @@ class Runtime:
                 trace=self.trace,
             )
         return self._models
+
+    @property
+    def relay(self) -> ModelRelay:
+        """This process's model relay (llm/relay.py), started on first use: under xdist each worker
+        serves its own, forwarding through its own client to the run's endpoint (the controller's
+        embedded model included); its embeddings come from the run's embedder (`--beam-embeddings`)."""
+        if self._relay is None:
+            from ..llm.relay import ModelRelay
+            from ..memory.embeddings import make_embedder
+
+            spec = getattr(self.settings, "embeddings", None) or "local"
+            embedders: dict[str, Any] = {}
+            lock = threading.Lock()
+
+            def embed(system: str, texts: Any) -> list[list[float]]:
+                with lock:
+                    embedder = embedders.get(system)
+                    if embedder is None:  # an endpoint embedder meters as "<system> embedding"
+                        embedder = embedders[system] = make_embedder(spec, relay.client_for(system), progress=self.say)
+                return embedder.embed(list(texts))
+
+            probe = make_embedder(spec, self.models, progress=self.say)
+            relay = ModelRelay(self.models, embed, dimensions=probe.dimensions, embedding_model=probe.name)
+            self._relay = relay.start()
+        return self._relay
+
+    def relay_counts(self) -> dict[str, dict[str, int]]:
+        """Requests this process's relay received, per system; nothing if it never started."""
+        return self._relay.counts() if self._relay is not None else {}
 
     @property
     def meter(self) -> Meter:
@@ -195,7 +226,7 @@ class Runtime:
         return SystemContext(
             conversation_id=conversation_id, models=self.models, settings=self.settings, work_dir=work,
             start_neo4j=lambda: self.start_neo4j(key, work.name), progress=self.say,
-            gold_evidence=gold, system_name=system_name,
+            gold_evidence=gold, system_name=system_name, relay=lambda: self.relay,
         )
 
     def open_conversation(self, conversation_id: str, system_name: str | None = None) -> ConversationRun:
@@ -244,8 +275,12 @@ class Runtime:
                 service.stop()
 
     def close(self) -> None:
-        for cid in list(self.conversations) + list(self.services):
-            self.close_conversation(cid)
+        try:
+            for cid in list(self.conversations) + list(self.services):
+                self.close_conversation(cid)
+        finally:
+            if self._relay is not None:
+                self._relay.close()  # its counts stay readable (relay_counts) for the record
 
     # ------------------------------------------------------------ one question
 

@@ -45,17 +45,19 @@ def custom_names(config: pytest.Config) -> list[str]:
 
 
 def select_systems(spec: str, custom: list[str]) -> list[str]:
-    """`--beam-system` as a list of names; `all` is every registered system, then the custom ones.
+    """`--beam-system` as a list of names; `all` is every built-in system (the outside ones, mem0 and
+    graphiti, need their extras and are named one by one), then the custom ones.
 
     Raises `UnknownSystem` naming the known names (registered and declared) for a name that is neither.
     """
-    from ..systems import UnknownSystem, parse_system_list, system_names
+    from ..systems import UnknownSystem, builtin_names, parse_system_list, system_names
 
     known = [*system_names(), *(c for c in custom if c not in system_names())]
+    everything = [*builtin_names(), *(c for c in custom if c not in system_names())]
     expanded = spec
     if ALL in (p.strip() for p in spec.split(",")):
         expanded = ",".join(name for part in spec.split(",")
-                            for name in (known if part.strip() == ALL else [part]))
+                            for name in (everything if part.strip() == ALL else [part]))
     try:
         return parse_system_list(expanded, extra=custom)
     except UnknownSystem as exc:

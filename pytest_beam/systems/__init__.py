@@ -26,11 +26,34 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "bm25": ("pytest_beam.systems.bm25", "BM25System"),
     "dense": ("pytest_beam.systems.dense", "DenseSystem"),
     "gold-evidence": ("pytest_beam.systems.gold_evidence", "GoldEvidenceCeiling"),
+    # outside systems, each an extra: their libraries call models through the harness's relay
+    "mem0": ("pytest_beam.systems.mem0_system", "Mem0System"),
+    "graphiti": ("pytest_beam.systems.graphiti_system", "GraphitiSystem"),
 }
 DEFAULT_SYSTEM = "graphrag"
 # Known without importing the module (the harness decides what to lend before making a system);
 # a test checks it against each class's `measurement_aid`.
 MEASUREMENT_AIDS: frozenset[str] = frozenset({"gold-evidence"})
+# Outside memory systems: name -> (the module their extra installs, the extra). `all` leaves them out
+# (each needs its extra installed); name them in --beam-system to compare them.
+OUTSIDE_SYSTEMS: dict[str, tuple[str, str]] = {"mem0": ("mem0", "mem0"), "graphiti": ("graphiti_core", "graphiti")}
+
+
+def builtin_names() -> tuple[str, ...]:
+    """The systems that ship with pytest-beam's own dependencies (what `--beam-system=all` means)."""
+    return tuple(n for n in _ENTRIES if n not in OUTSIDE_SYSTEMS)
+
+
+def missing_extra(name: str) -> str | None:
+    """For an outside system whose library is not installed: the line saying how to install it."""
+    if name not in OUTSIDE_SYSTEMS:
+        return None
+    from importlib.util import find_spec
+
+    module, extra = OUTSIDE_SYSTEMS[name]
+    if find_spec(module) is not None:
+        return None
+    return f"--beam-system={name} needs its library: pip install 'pytest-beam[{extra}]'"
 
 
 class UnknownSystem(ValueError):
@@ -92,5 +115,5 @@ def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
     return names
 
 
-__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "Factory", "UnknownSystem", "is_measurement_aid",
+__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "builtin_names", "missing_extra", "Factory", "UnknownSystem", "is_measurement_aid",
            "make_system", "parse_system_list", "system_class", "system_factory", "system_names"]

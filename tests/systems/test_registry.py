@@ -13,10 +13,11 @@ from pytest_beam.systems import (MEASUREMENT_AIDS, UnknownSystem, make_system, p
                                  system_names)
 
 NAMES = ("graphrag", "long-context", "bm25", "dense", "gold-evidence")
+OUTSIDE = ("mem0", "graphiti")  # need their extras and the harness's relay (tests/e2e/test_outside_systems.py)
 
 
 def test_names_and_each_system_goes_by_its_registry_name(make_context):
-    assert system_names() == NAMES
+    assert system_names() == NAMES + OUTSIDE
     context = make_context(gold_evidence=lambda qid: ())
     for name in NAMES:
         system = make_system(name, context)  # constructing starts nothing (start_neo4j fails the test)
@@ -26,7 +27,7 @@ def test_names_and_each_system_goes_by_its_registry_name(make_context):
 
 
 def test_an_unknown_name_lists_the_valid_ones(make_context):
-    with pytest.raises(UnknownSystem, match="'bm52'; valid names: graphrag, long-context, bm25, dense, gold-evidence"):
+    with pytest.raises(UnknownSystem, match="'bm52'; valid names: graphrag, long-context, bm25, dense, gold-evidence, mem0, graphiti"):
         make_system("bm52", make_context())
     with pytest.raises(UnknownSystem, match="valid names"):
         parse_system_list("graphrag,nope")
