@@ -2,8 +2,8 @@
 
 Order of sources for every call: cassette (replay) -> response cache -> network. A network call
 is checked against the budget first and sent by the :class:`~.transport.Transport` (concurrency
-limit, retries, fallbacks); its raw response body is then stored in the cache and the cassette
-(when recording). Live, cached and replayed responses are parsed from the same raw bytes by the
+limit, retries, fallbacks); its raw response body is then stored in the cassette (when
+recording) and, when the caller can use the reply, in the cache. Live, cached and replayed responses are parsed from the same raw bytes by the
 same code (:mod:`.replies`), so a replay is indistinguishable from the live call.
 
 A client that only replays a cassette never imports ``openai`` and needs no base URL.
@@ -94,8 +94,12 @@ class ModelClient:
         max_tokens: int | None = None,
         response_format: dict | None = None,
         repeat: int = 0,
+        accept: Callable[[str | None], bool] | None = None,
     ) -> ChatResult:
-        """One chat call. ``repeat`` > 0 asks the same request again as its own call (judge repeats):
+        """One chat call. ``accept(text)`` says whether the caller can use the reply (a judge's
+        verdict parses): one it cannot use is returned all the same but never kept in the response
+        cache, so the next run asks again instead of replaying the failure (a cassette still
+        records it: a replay must reproduce the run). ``repeat`` > 0 asks the same request again as its own call (judge repeats):
         the number is folded into the cache key and cassette fingerprint, never sent to the endpoint;
         ``repeat=0`` keys exactly as a call without it.
 
@@ -106,7 +110,7 @@ class ModelClient:
         plain request is its own fingerprint and cache key, so cache and cassette stay exact.
         """
         kwargs: dict[str, Any] = dict(tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
-                                      structured_schema=None, repeat=repeat)
+                                      structured_schema=None, repeat=repeat, accept=accept)
         if response_format is None or self._format_refused:
             return self._chat(role, messages, response_format=None, **kwargs)
         try:
@@ -141,7 +145,8 @@ class ModelClient:
         model = self.models.for_role(role)
         for attempt in (1, 2):
             result = self._chat(role, msgs, tools=None, tool_choice=None, max_tokens=max_tokens,
-                                response_format=fmt, structured_schema=json_schema)
+                                response_format=fmt, structured_schema=json_schema,
+                                accept=lambda reply: _valid(reply, schema))
             total = total + result.usage
             flags.append((result.cached, result.replayed))
             text = result.text
@@ -216,6 +221,7 @@ class ModelClient:
         response_format: dict | None,
         structured_schema: dict | None,
         repeat: int = 0,
+        accept: Callable[[str | None], bool] | None = None,
     ) -> ChatResult:
         if repeat < 0:
             raise ValueError(f"repeat {repeat} must be at least 0")
@@ -251,7 +257,7 @@ class ModelClient:
         }
         try:
             got = self._obtain("chat", role, model, logical, structured_schema=structured_schema,
-                               fp=trace["fingerprint"], salt=salt)
+                               fp=trace["fingerprint"], salt=salt, usable=_usable_text(accept))
             text, tool_calls, finish_reason = parse_chat(got.data)
         except ModelEndpointError as exc:
             self.meter.record(role, Usage(errors=1, latency_s=time.monotonic() - started))
@@ -296,7 +302,11 @@ class ModelClient:
 
     def _obtain(self, kind: str, role: str, model: str, logical: dict[str, Any], *,
                 structured_schema: dict | None, fp: str | None = None,
-                salt: dict[str, Any] | None = None) -> _Obtained:
+                salt: dict[str, Any] | None = None,
+                usable: Callable[[dict[str, Any]], bool] | None = None) -> _Obtained:
+        """The response to a request, from the cassette, the cache or the network. ``usable(data)``
+        says whether the caller can use a response: only usable ones are kept in the cache, and a
+        cached one that is not (kept by an older version) is asked again as a miss."""
         request = {"kind": kind, **logical, **(salt or {})}  # the salt keys the call; only `logical` is sent
         fp = fp or fingerprint(request)
         occurrence = 0
@@ -317,9 +327,11 @@ class ModelClient:
                 except ModelEndpointError as exc:  # a damaged entry: a miss, not an endpoint failure
                     self.cache.discard(key, exc.reason or "not a response body")
                 else:
-                    if cassette is not None:
-                        cassette.record(fp, occurrence, body, role=role, model=model, kind=kind)
-                    return _Obtained(body, data, "cache")
+                    if usable is None or usable(data):
+                        if cassette is not None:
+                            cassette.record(fp, occurrence, body, role=role, model=model, kind=kind)
+                        return _Obtained(body, data, "cache")
+                    self.cache.forget(key)  # a reply the caller cannot use: asked again
         if self.budget is not None and kind == "chat":
             estimate = len(canonical_json(logical.get("messages", []))) + len(canonical_json(logical.get("tools", [])))
             self.budget.reserve(role, estimated_tokens=estimate // 4)
@@ -328,7 +340,7 @@ class ModelClient:
         if self.budget is not None and kind == "chat":
             u = got.data.get("usage") if isinstance(got.data.get("usage"), dict) else {}
             self.budget.record(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
-        if self.cache is not None and key is not None:
+        if self.cache is not None and key is not None and (usable is None or usable(got.data)):
             self.cache.put(key, got.body)
         if cassette is not None:
             cassette.record(fp, occurrence, got.body, role=role, model=model, kind=kind)
@@ -338,3 +350,27 @@ class ModelClient:
         if self.trace is None:
             return
         self.trace(redact_value(record, self._secrets))
+
+
+def _valid(text: str | None, schema: "type[BaseModel]") -> bool:
+    """Whether a structured reply validates (the same parse the caller does)."""
+    try:
+        parse_structured(text, schema)
+    except StructuredParseError:
+        return False
+    return True
+
+
+def _usable_text(accept: Callable[[str | None], bool] | None) -> Callable[[dict[str, Any]], bool] | None:
+    """``accept`` of a reply's text, as a test of a decoded chat response."""
+    if accept is None:
+        return None
+
+    def usable(data: dict[str, Any]) -> bool:
+        try:
+            text, _, _ = parse_chat(data)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return False
+        return bool(accept(text))
+
+    return usable
