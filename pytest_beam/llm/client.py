@@ -180,10 +180,11 @@ class ModelClient:
         logical = {"model": model, "input": list(texts), "encoding_format": "float"}
         started = time.monotonic()
         trace: dict[str, Any] = {"kind": "embeddings", "role": EMBEDDING_ROLE, "model": model, "inputs": len(texts)}
+        call = self.meter.new_call()
         try:
-            got = self._obtain("embeddings", EMBEDDING_ROLE, model, logical, structured_schema=None)
+            got = self._obtain("embeddings", EMBEDDING_ROLE, model, logical, structured_schema=None, call=call)
         except ModelEndpointError as exc:
-            self.meter.record(EMBEDDING_ROLE, Usage(errors=1, latency_s=time.monotonic() - started))
+            self.meter.record(EMBEDDING_ROLE, _failed(exc, time.monotonic() - started), call=call)
             self._emit(trace | {"error": str(exc), "latency_s": time.monotonic() - started})
             raise
         latency = time.monotonic() - started
@@ -191,7 +192,7 @@ class ModelClient:
         items = sorted(data.get("data") or [], key=lambda d: d.get("index", 0))
         vectors = [list(map(float, item["embedding"])) for item in items]
         usage = self._usage_of(data, got, latency, completion=False)
-        self.meter.record(EMBEDDING_ROLE, usage)
+        self.meter.record(EMBEDDING_ROLE, usage, call=call)
         self._emit(trace | {"usage": usage.to_dict(), "latency_s": latency, "cached": got.source == "cache",
                             "replayed": got.source == "cassette", "attempts": got.attempts, "dimensions": len(vectors[0]) if vectors else 0})
         return vectors
@@ -255,17 +256,18 @@ class ModelClient:
             "response_format": (response_format or {}).get("type"),
             "fingerprint": fingerprint({"kind": "chat", **logical, **salt}),
         }
+        call = self.meter.new_call()
         try:
             got = self._obtain("chat", role, model, logical, structured_schema=structured_schema,
-                               fp=trace["fingerprint"], salt=salt, usable=_usable_text(accept))
+                               fp=trace["fingerprint"], salt=salt, usable=_usable_text(accept), call=call)
             text, tool_calls, finish_reason = parse_chat(got.data)
         except ModelEndpointError as exc:
-            self.meter.record(role, Usage(errors=1, latency_s=time.monotonic() - started))
+            self.meter.record(role, _failed(exc, time.monotonic() - started), call=call)
             self._emit(trace | {"error": str(exc), "latency_s": time.monotonic() - started})
             raise
         latency = time.monotonic() - started
         usage = self._usage_of(got.data, got, latency, completion=True)
-        self.meter.record(role, usage)
+        self.meter.record(role, usage, call=call)
         result = ChatResult(
             text=text, tool_calls=tool_calls, finish_reason=finish_reason, usage=usage, latency_s=latency,
             model=str(got.data.get("model") or model), cached=got.source == "cache",
@@ -303,7 +305,7 @@ class ModelClient:
     def _obtain(self, kind: str, role: str, model: str, logical: dict[str, Any], *,
                 structured_schema: dict | None, fp: str | None = None,
                 salt: dict[str, Any] | None = None,
-                usable: Callable[[dict[str, Any]], bool] | None = None) -> _Obtained:
+                usable: Callable[[dict[str, Any]], bool] | None = None, call: int = 0) -> _Obtained:
         """The response to a request, from the cassette, the cache or the network. ``usable(data)``
         says whether the caller can use a response: only usable ones are kept in the cache, and a
         cached one that is not (kept by an older version) is asked again as a miss."""
@@ -335,7 +337,8 @@ class ModelClient:
         if self.budget is not None and kind == "chat":
             estimate = len(canonical_json(logical.get("messages", []))) + len(canonical_json(logical.get("tools", [])))
             self.budget.reserve(role, estimated_tokens=estimate // 4)
-        sent = self._transport.send(kind, role, model, logical, structured_schema)
+        sent = self._transport.send(kind, role, model, logical, structured_schema,
+                                    on_request=lambda attempt: self.meter.sent(role, call, attempt))
         got = _Obtained(sent.body, sent.data, "network", attempts=sent.attempts, mode=sent.mode)
         if self.budget is not None and kind == "chat":
             u = got.data.get("usage") if isinstance(got.data.get("usage"), dict) else {}
@@ -350,6 +353,13 @@ class ModelClient:
         if self.trace is None:
             return
         self.trace(redact_value(record, self._secrets))
+
+
+def _failed(exc: ModelEndpointError, latency: float) -> Usage:
+    """A call that failed for good: one call when any request went out, its other requests as
+    retries, and the error (so the meter equals what the endpoint was sent)."""
+    attempts = max(int(exc.attempts or 0), 0)
+    return Usage(calls=1 if attempts else 0, retries=max(attempts - 1, 0), errors=1, latency_s=latency)
 
 
 def _valid(text: str | None, schema: "type[BaseModel]") -> bool:

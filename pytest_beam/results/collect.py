@@ -47,7 +47,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
             phase_seconds[phase] = phase_seconds.get(phase, 0.0) + secs
     skipped_for_cap = [q.id for q in records if q.outcome == "skipped" and "spend cap" in (q.error or "")]
     conversations = {(e.get("system"), e.get("conversation_id") or e["id"].split(":")[0][4:]) for e in questions}
-    unfinished = len(ingest) < len(conversations)  # one ingest per (system, conversation)
+    finished = [info for info in ingest.values() if "failed" not in info]
+    unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)  # one ingest per (system, conversation)
     source = bench_set.source if bench_set else None
     return RunRecord(
         run_id=run_id,
@@ -101,14 +102,6 @@ def write_run(run_dir: Path, record: RunRecord, *, html: bool) -> None:
         from .html import write_html
 
         write_html(run_dir, record)
-
-
-def add_usage(total: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:
-    for role, usage in part.items():
-        row = total.setdefault(role, {})
-        for key, value in usage.items():
-            if isinstance(value, (int, float)):
-                row[key] = row.get(key, 0) + value
 
 
 def _revision(source: str) -> str | None:

@@ -1,9 +1,11 @@
 """Gathers a run's results in this process; the controller (or the only process) writes the record.
 
 Per question, data rides on `report.user_properties` (xdist copies those to the controller).
-An xdist worker also keeps its part of the run (usage, graph stats, results) on disk in the run
-folder, rewritten whole after every model call and every result, so the controller merges every
-worker's part from files at the end, even when a worker was interrupted or killed.
+An xdist worker also keeps its part of the run (graph stats, results) on disk in the run folder,
+rewritten whole after every ingest and every result; and every process journals its model calls
+as each request goes out and as each call ends (`llm.UsageJournal`). The controller merges every
+worker's part and folds every journal at the end, even when a worker was interrupted or killed:
+the record's usage is then what the endpoint was sent, calls in flight at the end included.
 """
 
 from __future__ import annotations
@@ -48,8 +50,7 @@ class RunCollector:
         if not self.session.is_worker:
             return
         with self._lock:
-            part = {"ingest": self.ingest, "services": self.services, "meter": self._own_meter(),
-                    "questions": self.questions}
+            part = {"ingest": self.ingest, "services": self.services, "questions": self.questions}
             atomic_write(self.parts / f"{self.session.process_name}.json", json.dumps(part, default=str))
 
     def add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
@@ -63,6 +64,12 @@ class RunCollector:
             "entities_by_type": dict(report.entities_by_type), "relations_by_type": dict(report.relations_by_type),
             "seconds": round(report.seconds, 3), "usage": usage, "notes": list(report.notes),
         }
+
+    def add_failed_ingest(self, conversation_id: str, seconds: float, usage: dict[str, Any], error: str) -> None:
+        """An ingest that raised or was interrupted: its time and the calls it made are kept."""
+        with self._lock:
+            self.ingest[conversation_id] = {"failed": error, "seconds": round(seconds, 3), "usage": usage}
+            self.persist()
 
     def note_service(self, conversation_id: str, provider: str) -> None:
         with self._lock:
@@ -89,22 +96,24 @@ class RunCollector:
             entry["outcome"] = _outcome(report)
             if report.outcome != "passed" and entry["outcome"] in ("error", "skipped"):
                 entry["error"] = _short(report)
-
-    def _own_meter(self) -> dict[str, dict[str, Any]]:
-        runtime = self.session.runtime
-        return runtime.usage() if runtime is not None else {}
+            elif report.when == "call":
+                entry.pop("error", None)  # run again after a crashed worker: the new verdict stands alone
 
     # ------------------------------------------------------------ controller
 
     def merge_parts(self) -> None:
-        """Every worker's part, as its last write left it (a worker that died keeps what it wrote)."""
-        from ..results.collect import add_usage
+        """Every worker's part, as its last write left it (a worker that died keeps what it wrote),
+        and every process's journal of model calls, this one's included."""
+        from ..llm import read_journals
 
+        self.meter = {role: usage.to_dict() for role, usage in
+                      read_journals(sorted(self.parts.glob("*.usage.jsonl"))).items()}
         for path in sorted(self.parts.glob("*.json")):
             part = json.loads(path.read_text(encoding="utf-8"))
-            self.ingest.update(part.get("ingest", {}))
+            for cid, info in part.get("ingest", {}).items():
+                if "failed" not in info or cid not in self.ingest:  # a finished ingest wins over a failed one
+                    self.ingest[cid] = info
             self.services.update(part.get("services", {}))
-            add_usage(self.meter, part.get("meter", {}))
             for qid, entry in part.get("questions", {}).items():
                 mine = self.questions.setdefault(qid, entry)  # the controller's reports win
                 for key, value in entry.items():
@@ -113,23 +122,21 @@ class RunCollector:
     def finish(self, exitstatus: int) -> int:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
-        from ..results.collect import add_usage, build_record, write_run
+        from ..results.collect import build_record, write_run
 
         session = self.session
         self.merge_parts()
         self.cap_line = self._stopped_by_cap()
         if self.cap_line and exitstatus == pytest.ExitCode.OK:
             exitstatus = int(pytest.ExitCode.USAGE_ERROR)
-        own = self._own_meter()
-        spent = any(any(v for k, v in row.items() if k.endswith("calls")) for row in self.meter.values()) or any(
-            any(v for k, v in row.items() if k.endswith("calls")) for row in own.values())
+        spent = any(row.get(k) for row in self.meter.values()
+                    for k in ("calls", "cached_calls", "replayed_calls", "abandoned", "errors"))
         ran = any(q.get("outcome") not in (None, "skipped") for q in self.questions.values())
         if not self.ingest and not spent and not ran:
             # nothing ran (everything skipped or deselected): no record, and no folder left
             # holding only workers' parts and progress logs
             shutil.rmtree(session.run_dir, ignore_errors=True)
             return exitstatus
-        add_usage(self.meter, own)
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
