@@ -90,18 +90,22 @@ def _question(entry: dict[str, Any], bench_set: BenchmarkSet | None) -> Question
     return QuestionRecord.model_validate({k: v for k, v in data.items() if k in fields})
 
 
-def write_run(run_dir: Path, record: RunRecord, *, html: bool) -> None:
-    """The record and the merged trace; the per-process trace parts are then removed."""
+def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | None = None) -> Path:
+    """The record and the merged trace of the run whose parts are in ``run_dir``, written into
+    ``target`` (default: ``run_dir``); the per-process trace parts are removed once both are
+    written. Returns the record's path."""
     from .record import write_record
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_record(run_dir, record, _trace_lines(run_dir))
+    target = run_dir if target is None else target
+    target.mkdir(parents=True, exist_ok=True)
+    path = write_record(target, record, _trace_lines(run_dir))
     for part in run_dir.glob("trace-*.jsonl"):
         part.unlink()
     if html:
         from .html import write_html
 
-        write_html(run_dir, record)
+        write_html(target, record)
+    return path
 
 
 def _revision(source: str) -> str | None:

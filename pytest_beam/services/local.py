@@ -272,7 +272,7 @@ class LocalNeo4jService(Neo4jService):
         """Preparing the server's home failed: a full disk is named as such."""
         place = where if where is not None else Path(tempfile.gettempdir())
         if disk_full(exc):
-            what = disk_full_text(place)
+            what = disk_full_text(place) + _DISK_HINT
         else:
             what = f"its home under {place} could not be prepared ({exc.strerror or exc})"
         return Neo4jServiceError(f"Local Neo4j {self.provider.version} for {self.label!r} failed to start: "
@@ -333,12 +333,12 @@ class LocalNeo4jService(Neo4jService):
             if code is not None:
                 tail = self.log_tail(80)
                 if self._disk_full():
-                    raise self._start_error(disk_full_text(self.home))
+                    raise self._start_error(disk_full_text(self.home) + _DISK_HINT)
                 if "Address already in use" in tail or "BindException" in tail:
                     raise _PortTaken()
                 raise self._start_error(f"the JVM exited with code {code} during start")
             if self._disk_full():  # Neo4j logs it and waits; nothing frees the disk for it
-                raise self._start_error(disk_full_text(self.home))
+                raise self._start_error(disk_full_text(self.home) + _DISK_HINT)
             if time.monotonic() > deadline:
                 raise self._start_error(
                     f"no Bolt answer within {self.provider.start_timeout_s:.0f} s "
@@ -445,5 +445,7 @@ class _PortTaken(Exception):
 
 
 NO_SPACE = "No space left on device"
+_DISK_HINT = ("; Neo4j keeps its store there: free space on that disk, or give the run a results folder "
+              "on another one (--beam-results; the local Neo4j homes live under it)")
 _BOLT_ENABLED = re.compile(r"Bolt enabled on \S*:(\d+)")
 _STARTED = re.compile(r"\bINFO\s+Started\.\s*$", re.MULTILINE)

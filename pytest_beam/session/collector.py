@@ -15,6 +15,7 @@ import re
 import shutil
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files import atomic_write
@@ -40,6 +41,8 @@ class RunCollector:
         self.record: RunRecord | None = None
         self.interrupted_by: str | None = None  # a signal's name, when one ended the run
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
+        self.record_path: Path | None = None  # where finish wrote the record
+        self.write_line: str | None = None  # set by finish when the record could not go where asked
         self.parts = session.run_dir / "parts"
         self._lock = threading.RLock()  # model calls persist from the client's threads
 
@@ -141,9 +144,35 @@ class RunCollector:
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
             interrupted_by=self.interrupted_by, systems=session.systems)
-        write_run(session.run_dir, self.record, html=session.settings.html)
+        try:
+            self.record_path = write_run(session.run_dir, self.record, html=session.settings.html)
+        except OSError as exc:
+            self.record_path, self.write_line = self._write_elsewhere(exc)
+            if exitstatus == pytest.ExitCode.OK:
+                exitstatus = int(pytest.ExitCode.INTERNAL_ERROR)  # the record is not where it was asked for
+            return exitstatus
         shutil.rmtree(self.parts, ignore_errors=True)
         return exitstatus
+
+    def _write_elsewhere(self, exc: OSError) -> tuple[Path | None, str]:
+        """The record could not be written into the run's folder (a full disk, most often): write it
+        under the temporary folder instead, so nothing measured is lost, and say so in one line."""
+        import tempfile
+
+        from ..files import disk_full, disk_full_text
+        from ..results.collect import write_run
+
+        run_dir = self.session.run_dir
+        why = disk_full_text(run_dir) if disk_full(exc) else f"{exc.strerror or exc} ({exc.filename or run_dir})"
+        line = f"pytest-beam: the record could not be written to {run_dir}: {why}"
+        fallback = Path(tempfile.gettempdir()) / "pytest-beam-records" / self.session.run_id
+        assert self.record is not None
+        try:
+            path = write_run(run_dir, self.record, html=self.session.settings.html, target=fallback)
+        except OSError as again:
+            more = disk_full_text(fallback) if disk_full(again) else f"{again.strerror or again}"
+            return None, f"{line}; nor to {fallback}: {more}. The record is lost; the run's parts stay in {run_dir}"
+        return path, f"{line}; it was written to {path} instead"
 
     def _stopped_by_cap(self) -> str | None:
         """One line when every question of the run was skipped and the spend cap skipped them; a
@@ -175,9 +204,11 @@ class RunCollector:
             terminalreporter.write_line(f"answer changed: {qid}")
             for line in str(diff).splitlines():
                 terminalreporter.write_line("    " + line)
-        terminalreporter.write_line(f"record: {self.session.run_dir / 'record.json'}")
-        if self.cap_line:
-            terminalreporter.write_line(self.cap_line, red=True, bold=True)
+        if self.record_path is not None:
+            terminalreporter.write_line(f"record: {self.record_path}")
+        for line in (self.write_line, self.cap_line):
+            if line:
+                terminalreporter.write_line(line, red=True, bold=True)
 
 
 def _outcome(report: pytest.TestReport) -> str:
