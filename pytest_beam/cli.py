@@ -52,6 +52,25 @@ def build_parser() -> argparse.ArgumentParser:
                          help="results folder (default: $BEAM_RESULTS or .beam/results); the new record goes here")
     for name, meta, helptext in _REJUDGE_FLAGS:
         rejudge.add_argument("--beam-" + name.replace("_", "-"), dest=name, metavar=meta, default=None, help=helptext)
+    check = sub.add_parser(
+        "judge-check",
+        help="measure the judge on BEAM's own reference answers (agreement, false passes and fails, kappa)",
+        description=(
+            "Calibrate a judge with no ingest and no agent: every probing question's reference answer is judged "
+            "against its own rubric items (expected pass), another question's reference, an empty and an 'I don't "
+            "know' answer (expected fail, but 'I don't know' passes an abstention question), and event-ordering "
+            "events against themselves and unrelated ones; BEAM's prompts unchanged. Prints agreement, false passes, "
+            "false fails and Cohen's kappa per ability with 95%% bootstrap intervals, and writes a record "
+            "(pytest-beam report shows it; --html too). With no endpoint the embedded model judges. Every other "
+            "beam setting comes from its BEAM_* variable."
+        ),
+    )
+    check.add_argument("--results", metavar="DIR", default=None,
+                       help="results folder for the record (default: $BEAM_RESULTS or .beam/results)")
+    check.add_argument("--sample", metavar="N", type=int, default=None,
+                       help="judge at most N cases, every kind represented (default: every case)")
+    for name, meta, helptext in _CHECK_FLAGS:
+        check.add_argument("--beam-" + name.replace("_", "-"), dest=name, metavar=meta, default=None, help=helptext)
     return parser
 
 
@@ -63,6 +82,50 @@ _REJUDGE_FLAGS = (
     ("data", "DIR", "BEAM data directory (default: BEAM_DATA, else the one the run read)"),
     ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),
 )
+
+
+_CHECK_FLAGS = (
+    ("mode", "M", "question set: lite, full or complete (default: BEAM_MODE, else lite)"),
+    ("conversations", "IDS", "only these conversations of the full or complete set, e.g. 1,4,17"),
+    ("data", "DIR", "BEAM data directory (default: BEAM_DATA, else Hugging Face)"),
+    ("judge_model", "M", "the judge model (default: BEAM_JUDGE_MODEL, else BEAM_MODEL; none: the embedded model)"),
+    ("base_url", "URL", "OpenAI-compatible endpoint (default: BEAM_BASE_URL; none: the embedded model)"),
+    ("scorer", "P", "the scoring profile: default, upstream or omnimemeval"),
+    ("judge_runs", "N", "judge every case N times; a case passes when most runs pass it"),
+    ("judge_bar", "K", "the Cohen's kappa under which the judge is reported below the bar (default 0.6)"),
+    ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),
+)
+
+
+def _judge_check(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from .data.errors import BeamDataError
+    from .results.judge_check_run import JudgeCheckError, run_judge_check_command
+    from .results.report import default_results_dir
+    from .settings import SettingsError, resolve
+
+    flags = {name: getattr(args, name) for name, _, _ in _CHECK_FLAGS}
+    if args.sample is not None and args.sample < 1:
+        print("pytest-beam judge-check: --sample must be 1 or more", file=sys.stderr)
+        return 2
+    try:
+        settings = resolve(lambda name: flags.get(name), lambda name: None, dict(os.environ))
+        path, record = run_judge_check_command(
+            settings, judge_model=flags["judge_model"] or os.environ.get("BEAM_JUDGE_MODEL") or None,
+            sample=args.sample, results_dir=Path(args.results or default_results_dir()),
+            say=lambda line: print(line, flush=True))
+    except (SettingsError, JudgeCheckError, BeamDataError, ValueError) as exc:
+        print(f"pytest-beam judge-check: {exc}", file=sys.stderr)
+        return 2
+    from .results.judge_check_text import render_judge_check
+
+    assert record.judge_check is not None
+    for line in render_judge_check(record.judge_check):
+        print(line)
+    print(f"record: {path}")
+    return 0
 
 
 def _rejudge(args: argparse.Namespace) -> int:
@@ -104,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                           force=args.force, fail_on_drop=args.fail_on_drop)
     if args.command == "rejudge":
         return _rejudge(args)
+    if args.command == "judge-check":
+        return _judge_check(args)
     parser.print_help(sys.stderr)
     return 2
 

@@ -93,6 +93,19 @@ def _neo4j_spec(value: str) -> str:
                      f"({', '.join(s + '://' for s in BOLT_SCHEMES)})")
 
 
+JUDGE_CHECK_WORDS = ("off", "auto", "on", "all")
+
+
+def _judge_check_spec(value: str) -> str:
+    """off, auto, on, all, or a number of cases (checked here so a typo stops the run at start)."""
+    spec = str(value).strip().lower()
+    if spec in JUDGE_CHECK_WORDS:
+        return spec
+    if spec.isdigit() and int(spec) >= 1:
+        return str(int(spec))
+    raise ValueError(f"choose one of {', '.join(JUDGE_CHECK_WORDS)} or a number of cases (1 or more)")
+
+
 EMBEDDERS = ("local", "local-export")
 
 
@@ -137,6 +150,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20).", None, _conversation_list),
     Option("keep_markers", "Keep the BEAM generator's plan markers ('->-> 1,4' ending a turn) in the chat; by default they are stripped before any memory system sees it.", False, _bool, is_bool=True),
     Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int),
+    Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec),
+    Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", 0.6, float),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
     Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", "graphrag"),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
@@ -180,10 +195,13 @@ class Settings:
     conversations: str | None = None
     keep_markers: bool = False
     judge_runs: int = 1
+    judge_check: str = "auto"
+    judge_bar: float = 0.6
     label: str | None = None
     system: str = "graphrag"
     context_tokens: int = 120_000
     retrieval_k: int = 10
+    endpoint_identity: str | None = None  # not an option: set with the embedded model (llm.embedded.CACHE_IDENTITY)
 
     def __repr__(self) -> str:  # the key never shows, whatever prints settings
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -225,7 +243,7 @@ PATH_OPTIONS = ("data", "cassette", "cache", "results")
 # recording, and taken from it when replaying unless a flag on the command line says otherwise.
 RECORDED_SETTINGS = ("model", "extraction_model", "resolution_model", "judge_model", "embeddings",
                      "chunk_tokens", "max_llm_pairs", "agent_steps", "tool_mode", "scorer", "judge_runs",
-                     "pass_score")
+                     "pass_score", "judge_check")
 
 
 def recorded_settings(settings: "Settings") -> dict[str, Any]:
@@ -312,6 +330,8 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
         raise SettingsError(f"--beam-record-mode={values['record_mode']} needs --beam-cassette FILE")
     if not 0.0 <= values["pass_score"] <= 1.0:
         raise SettingsError(f"--beam-pass-score={values['pass_score']}: must be between 0 and 1")
+    if not -1.0 <= values["judge_bar"] <= 1.0:
+        raise SettingsError(f"--beam-judge-bar={values['judge_bar']}: a kappa is between -1 and 1")
     for name in ("chunk_tokens", "concurrency", "agent_steps", "judge_runs", "context_tokens", "retrieval_k"):
         if values[name] < 1:
             raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be at least 1")

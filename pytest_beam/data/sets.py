@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
 from .errors import BeamDataError
 from .markers import strip_document
-from .records import Conversation, Document, ProbingQuestion, SystemQuestion
+from .records import Conversation, Document, ProbingQuestion, ReferenceAnswer, SystemQuestion
 from .sources import BeamCorpus, load_huggingface, load_local
 
 Mode = Literal["lite", "full", "complete"]
@@ -77,6 +77,8 @@ class BenchmarkSet:
     source: str
     questions: tuple[ProbingQuestion, ...]
     documents: dict[str, tuple[Document, ...]]  # by conversation id
+    # by question id: for the judge's calibration only; never handed to a memory system
+    references: dict[str, ReferenceAnswer] = field(default_factory=dict)
 
     def system_questions(self) -> list[SystemQuestion]:
         return [q.for_system() for q in self.questions]
@@ -93,7 +95,7 @@ def build_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...] | N
     if keep_markers:
         return bench
     documents = {cid: tuple(strip_document(d) for d in docs) for cid, docs in bench.documents.items()}
-    return BenchmarkSet(bench.mode, bench.source, bench.questions, documents)
+    return BenchmarkSet(bench.mode, bench.source, bench.questions, documents, bench.references)
 
 
 def _build_raw_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...] | None) -> BenchmarkSet:
@@ -114,7 +116,7 @@ def _build_raw_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...
                 )
             documents.append(document)
         questions = tuple(corpus.questions[qid] for qid in spec["questions"])
-        return BenchmarkSet(mode, corpus.source, questions, {cid: tuple(documents)})
+        return BenchmarkSet(mode, corpus.source, questions, {cid: tuple(documents)}, _references(corpus, questions))
     if mode in ("full", "complete"):
         wanted = conversations if conversations is not None else conversations_for(mode)
         missing = [cid for cid in wanted if cid not in corpus.conversations]
@@ -123,8 +125,12 @@ def _build_raw_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...
         chosen = set(wanted)
         questions = tuple(q for q in corpus.questions.values() if q.conversation_id in chosen)
         documents = {cid: tuple(session_documents(corpus.conversations[cid])) for cid in wanted}
-        return BenchmarkSet(mode, corpus.source, questions, documents)
+        return BenchmarkSet(mode, corpus.source, questions, documents, _references(corpus, questions))
     raise BeamDataError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
+
+
+def _references(corpus: BeamCorpus, questions: tuple[ProbingQuestion, ...]) -> dict[str, ReferenceAnswer]:
+    return {q.id: corpus.references[q.id] for q in questions if q.id in corpus.references}
 
 
 def parse_conversations(text: str | None) -> tuple[str, ...] | None:

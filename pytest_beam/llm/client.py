@@ -11,6 +11,8 @@ A client that only replays a cassette never imports ``openai`` and needs no base
 
 from __future__ import annotations
 
+import copy
+
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -72,6 +74,13 @@ class ModelClient:
         self._transport = Transport(endpoint)
         self._secrets = self._transport.secrets
         self._format_refused = False  # the endpoint answered a chat response_format with 400/422
+
+    def sibling(self, meter: Meter) -> "ModelClient":
+        """The same client (endpoint, transport, cache, cassette, budget, trace) metering into
+        ``meter``: calls that must be counted apart (the judge check) share everything else."""
+        twin = copy.copy(self)
+        twin.meter = meter
+        return twin
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -321,7 +330,7 @@ class ModelClient:
                 raise cassette.miss(fp=fp, role=role, model=model)
         key = None
         if self.cache is not None:
-            key = cache_key(self.endpoint.endpoint_key, request)
+            key = cache_key(self.endpoint.cache_identity, request)
             body = self.cache.get(key)
             if body is not None:
                 try:

@@ -45,6 +45,9 @@ class EndpointConfig:
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
     retry_after_cap_s: float = 60.0
+    # What the response cache knows the endpoint as: the same server on another port is the same
+    # endpoint (the embedded model picks a free port at every start). None: its base URL.
+    identity: str | None = None
 
     def __repr__(self) -> str:
         # base_url without any user:password@ part; api_key never shown
@@ -68,8 +71,13 @@ class EndpointConfig:
 
     @property
     def endpoint_key(self) -> str:
-        """Normalised base URL (used for the per-endpoint semaphore and the cache key)."""
+        """Normalised base URL (the per-endpoint semaphore's key)."""
         return (self.base_url or "").rstrip("/")
+
+    @property
+    def cache_identity(self) -> str:
+        """The endpoint in the response cache's key: its identity, else its base URL."""
+        return self.identity or self.endpoint_key
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,15 @@ Two ways to talk to the model, chosen by ``AgentConfig.tool_mode``:
   With record/replay, use an explicit mode if the endpoint refuses tools: a refused request is
   not a recorded reply.
 
+The first search is the harness's, not the model's: before the first model call the agent runs
+``hybrid_search`` with the question's own words (``AgentConfig.first_search_hits`` hits; 0 turns it
+off) and puts the call and its result in the conversation as if the model had made it. What the
+model sees first is therefore never decided by its skill at choosing a tool or writing Cypher
+(measured on Qwen2.5-Coder-1.5B: given the choice, it queried labels the schema does not have and
+answered "I don't have enough information" with the answer in the graph). With that search in
+front of it, a model may answer at once; so in ``"auto"`` mode rule (b) below applies only when
+the first search is off.
+
 Limits: ``max_steps`` model calls per question, the last call included, and ``timeout_s``. The
 agent makes at most ``max_steps - 1`` calls with tools; reaching that (or the time, or an empty
 reply, or an invalid action) makes one last call without tools that asks for the best answer from
@@ -63,12 +72,15 @@ class AgentConfig:
     final_max_tokens: int = 1024
     limits: ToolLimits = ToolLimits()
     trace_text_chars: int = 2000  # model text kept in the trace per step
+    first_search_hits: int = 8  # hits of the harness's own first search (0: the model starts alone)
 
     def __post_init__(self) -> None:
         if self.tool_mode not in ("native", "json", "auto"):
             raise ValueError(f"tool_mode must be 'native', 'json' or 'auto', not {self.tool_mode!r}")
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        if self.first_search_hits < 0:
+            raise ValueError("first_search_hits must be 0 or more")
 
 
 class AgentAction(BaseModel):
@@ -97,9 +109,10 @@ class FirstAgentAction(BaseModel):
         return AgentAction(tool=self.tool, arguments=self.arguments)
 
 
-def action_schema(step: int) -> type[BaseModel]:
-    """The JSON schema of step ``step`` (0 = first): a tool call first, then a tool or the answer."""
-    return FirstAgentAction if step == 0 else AgentAction
+def action_schema(step: int, searched: bool = False) -> type[BaseModel]:
+    """The JSON schema of step ``step`` (0 = first): a tool call first unless the harness has
+    already searched (``searched``), then a tool or the answer."""
+    return FirstAgentAction if step == 0 and not searched else AgentAction
 
 
 def _refuses_tools(exc: ModelEndpointError) -> bool:
@@ -191,16 +204,36 @@ def answer_question(driver: Any, database: str, question: SystemQuestion, models
     """Answer ``question`` from the graph in ``database``; see the module docstring."""
     config = config or AgentConfig()
     run = _Run(driver, database, question, models, embedder, config)
+    first = _first_search(run)
     mode = config.tool_mode
     if mode == "auto" and _is_refused(models):
         run.note("json_mode", reason="endpoint refused native tools earlier")
         mode = "json"
     if mode in ("native", "auto"):
         try:
-            return _native_loop(run, strict=(mode == "native"))
+            return _native_loop(run, strict=(mode == "native"), first=first)
         except _SwitchToJson as switch:
             run.note("json_mode", reason=switch.reason)
-    return _json_loop(run)
+    return _json_loop(run, first)
+
+
+FIRST_SEARCH_CALL_ID = "first_search"
+
+
+@dataclass(frozen=True)
+class _FirstSearch:
+    arguments: dict[str, Any]
+    result: ToolResult
+
+
+def _first_search(run: _Run) -> _FirstSearch | None:
+    """The harness's own first step: ``hybrid_search`` with the question's words (module docstring)."""
+    hits = run.config.first_search_hits
+    if hits == 0:
+        return None
+    arguments = {"query": run.question.question, "limit": min(hits, run.config.limits.max_search_hits)}
+    run.note("first_search", hits=arguments["limit"])
+    return _FirstSearch(arguments, run.run_tool("hybrid_search", arguments, FIRST_SEARCH_CALL_ID))
 
 
 # The refusal (rule (a) above) is remembered on the model client the runtime owns, as the client
@@ -221,14 +254,19 @@ def _remember_refusal(models: Any) -> None:
 
 # -- native tool calling ---------------------------------------------------------------------------
 
-def _native_loop(run: _Run, strict: bool) -> SystemAnswer:
+def _native_loop(run: _Run, strict: bool, first: _FirstSearch | None = None) -> SystemAnswer:
     config = run.config
     tools = run.toolbox.specs()
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": prompts.SYSTEM_PROMPT},
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
-    used_tool = False
+    if first is not None:  # as if the model had called it: an assistant tool call, then its result
+        messages.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": FIRST_SEARCH_CALL_ID, "type": "function",
+            "function": {"name": "hybrid_search", "arguments": _canonical_json(first.arguments)}}]})
+        messages.append({"role": "tool", "tool_call_id": FIRST_SEARCH_CALL_ID, "content": first.result.text})
+    used_tool = first is not None
     for step in range(config.max_steps - 1):  # the last of the max_steps calls is _finish's
         if run.timed_out():
             return _finish(run, messages, FLAG_TIMEOUT, "native")
@@ -260,25 +298,31 @@ def _native_loop(run: _Run, strict: bool) -> SystemAnswer:
 
 # -- JSON actions ----------------------------------------------------------------------------------
 
-def _json_loop(run: _Run) -> SystemAnswer:
+def _json_loop(run: _Run, first: _FirstSearch | None = None) -> SystemAnswer:
     config = run.config
     tools = run.toolbox.specs()
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": prompts.json_mode_system_prompt(tools)},
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
+    if first is not None:  # as if the model had asked for it: its action, then the result
+        messages.append({"role": "assistant", "content": _action_json(
+            AgentAction(tool="hybrid_search", arguments=first.arguments))})
+        messages.append({"role": "user", "content": prompts.TOOL_RESULT_TEMPLATE.format(
+            tool="hybrid_search", step=1, result=first.result.text)})
     # the last of the max_steps calls is _finish's; a native first reply (auto mode) was one of them
     for step in range(max(0, config.max_steps - 1 - run.model_calls)):
         if run.timed_out():
             return _finish(run, messages, FLAG_TIMEOUT, "json")
         try:
-            result = run.models.structured(role=AGENT_ROLE, messages=messages, schema=action_schema(step),
+            schema = action_schema(step, searched=first is not None)
+            result = run.models.structured(role=AGENT_ROLE, messages=messages, schema=schema,
                                            max_tokens=config.max_tokens)
         except StructuredOutputError as exc:
             run.model_step("json", text=exc.raw_text, tool_calls=[], usage=exc.usage)
             run.note("invalid_action", error=exc.validation_error[:500])
             return _finish(run, messages, FLAG_AGENT_FAILURE, "json")
-        action: AgentAction = result.value.as_action() if step == 0 else result.value
+        action: AgentAction = result.value.as_action() if schema is FirstAgentAction else result.value
         if action.tool:
             calls = [{"id": None, "name": action.tool, "arguments": action.arguments or {}}]
             run.model_step("json", text=result.raw_text, tool_calls=calls, usage=result.usage)
@@ -299,7 +343,11 @@ def _json_loop(run: _Run) -> SystemAnswer:
 
 def _action_json(action: AgentAction) -> str:
     """The action as the assistant's turn, in one canonical form (requests must be stable)."""
-    return json.dumps(action.model_dump(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _canonical_json(action.model_dump())
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 # -- the last call -----------------------------------------------------------------------------------

@@ -1,12 +1,10 @@
-"""The agent's prompts. Ours, written for this project; bump PROMPT_VERSION on any change
-(recorded model replies are keyed by the exact request, so a changed prompt is a new request)."""
+"""The agent's prompts. Ours, written for this project. Recorded model replies (cache, cassettes)
+are keyed by the exact request, so a changed prompt is a new request: re-record what replays it."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
-
-PROMPT_VERSION = 1
 
 SYSTEM_PROMPT = """\
 You answer one question about a long chat between a user and an assistant. The chat has been \
@@ -23,9 +21,10 @@ preferences) were extracted from messages and point back to them; a newer statem
 supersede an older one.
 
 How to answer:
-- Search before you answer: use hybrid_search, then read_messages for the exact wording of \
-the messages that matter. Look at more than one session when the question is about change, \
-order or a count.
+- The question's own words have already been searched for you (the first hybrid_search below). \
+If its hits answer the question, answer; else read_messages for the exact wording of the \
+messages that matter, or search again with other words. Look at more than one session when the \
+question is about change, order or a count.
 - When facts change over time, the newest statement wins, unless the user says otherwise (for \
 example that an older value still holds). Say which one is current when it matters.
 - When two statements contradict each other and neither clearly replaces the other, say so.

@@ -16,6 +16,7 @@ from .. import __version__
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
+    from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
     from .record import QuestionRecord, RunRecord
 
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 def build_record(*, run_id: str, started: float, settings: Settings, bench_set: BenchmarkSet | None,
                  questions: list[dict[str, Any]], ingest: dict[str, dict[str, Any]],
                  usage: dict[str, dict[str, Any]], exitstatus: int, interrupted_by: str | None = None,
-                 systems: list[str] | None = None) -> RunRecord:
-    from .provenance import scoring_stamp
+                 systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
+                 judge_check_error: str | None = None) -> RunRecord:
+    from .provenance import data_revision, scoring_stamp
     from .record import RunRecord, aggregate, git_info, lockfile_hash
 
     root = Path.cwd()
@@ -55,7 +57,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
         finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
         package_version=__version__, commit=commit, dirty=dirty, lockfile_hash=lockfile_hash(root),
-        mode=settings.mode, data_source=source, data_revision=_revision(source or ""),
+        mode=settings.mode, data_source=source, data_revision=data_revision(source or ""),
         scorer=settings.scorer, models=roles, judge_is_agent=roles["judge"] == roles["agent"],
         settings=settings.public_dict(), pass_score=settings.pass_score,
         questions=records, abilities=abilities, overall=overall,
@@ -71,6 +73,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         scoring=scoring_stamp(settings.scorer, settings.judge_runs), label=settings.label,
         system=order[0] if order else None,
         systems=system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {},
+        judge_check=judge_check, judge_check_error=judge_check_error,
     )
 
 
@@ -108,14 +111,12 @@ def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | No
     return path
 
 
-def _revision(source: str) -> str | None:
-    from ..data import pins
-
-    if source.startswith("hf:"):
-        return pins.HF_REVISION
-    if source.startswith("local:"):
-        return pins.UPSTREAM_COMMIT
-    return None
+def add_usage(total: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:
+    for role, usage in part.items():
+        row = total.setdefault(role, {})
+        for key, value in usage.items():
+            if isinstance(value, (int, float)):
+                row[key] = row.get(key, 0) + value
 
 
 def _trace_lines(run_dir: Path) -> Iterator[dict[str, Any]]:

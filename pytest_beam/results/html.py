@@ -28,8 +28,8 @@ from typing import Any
 
 from ..files import atomic_write
 from .compare import Comparison, compare
-from .html_parts import (abilities_table, chart, compare_section, cost_section, e, settings_section, systems_section,
-                         warnings)
+from .html_parts import (abilities_table, chart, compare_section, cost_section, e, judge_check_section,
+                         settings_section, systems_section, warnings)
 from .schema import RunRecord
 from .store import jsonable, normalize_step, with_traces
 from .text import fmt_interval, fmt_score, score_delta
@@ -143,6 +143,7 @@ def _body(record: RunRecord, other: RunRecord | None, cmp: Comparison | None, fo
                  "The excluding mean leaves out questions whose rubric is known to be bad.</p>")
     if other is not None:
         parts.append(compare_section(record, other, force=force, comparison=cmp))
+    parts.append(judge_check_section(record))
     parts.append(cost_section(record, other))
     parts.append(
         '<h2 id="questions">Questions</h2>'

@@ -18,7 +18,7 @@ from .text import (JUDGE_IS_AGENT_WARNING, USAGE_HEADERS, fmt_delta, fmt_interva
                    graph_rows, ordered_roles, phase_key, usage_rows)
 
 __all__ = ["e", "kv_table", "html_table", "chart", "warnings", "settings_section", "abilities_table",
-           "compare_section", "cost_section"]
+           "compare_section", "cost_section", "judge_check_section"]
 
 
 def e(value: Any) -> str:
@@ -270,3 +270,28 @@ def systems_section(record: RunRecord) -> str:
                      "gold-evidence mean minus the system's; lost to reader+judge = 1.0 minus gold-evidence's.")
     return ('<h2 id="systems-side-by-side">Systems side by side</h2>' + table
             + "".join(f'<p class="sub">{e(n)}</p>' for n in notes))
+
+
+def judge_check_section(record: RunRecord) -> str:
+    """The judge's calibration on BEAM's reference answers ("" when the run has none). Only our own
+    text: figures, case ids and kinds; no reference answer or judge reason (they quote the chat)."""
+    check = record.judge_check
+    if check is None:
+        return ""
+    from .judge_check_text import JUDGE_CHECK_HEADERS, judge_check_rows
+
+    verdicts = {v.case_id: v for v in check.verdicts}
+    wrong = [c for c in check.cases if c.id in verdicts and verdicts[c.id].judged_pass != c.expected_pass]
+    notes = [f"{check.overall.n} cases built from BEAM's reference answers, judged by {check.judge_model or 'the judge'} "
+             f"(profile {check.profile}); 95% bootstrap intervals over questions. A false pass is an answer the "
+             "judge passed that should fail; a false fail, a reference answer failed on its own rubric.",
+             f"Bar: Cohen's kappa {check.bar:.2f}. " + (check.warning() or "The judge is above it.")]
+    if check.excluded:
+        notes.append(f"{len(check.excluded)} reference cases were left out: the reference lacks the item or only "
+                     "describes a compliant answer (each reason is in record.json).")
+    listing = "".join(f'<li class="mono">{e(c.id)} (expected {"pass" if c.expected_pass else "fail"})</li>'
+                      for c in wrong)
+    return ('<h2 id="judge-check">How far to trust the judge</h2>'
+            + html_table(list(JUDGE_CHECK_HEADERS), judge_check_rows(check), attrs=' id="judge-check-table"')
+            + "".join(f'<p class="sub">{e(n)}</p>' for n in notes)
+            + (f"<h3>Cases the judge got wrong ({len(wrong)})</h3><ul>{listing}</ul>" if wrong else ""))

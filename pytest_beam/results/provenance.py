@@ -89,3 +89,14 @@ def lockfile_hash(root: str | os.PathLike[str]) -> str | None:
     lines = sorted(line for line in out.stdout.decode("utf-8", "replace").splitlines() if line.strip())
     digest = _sha256(["\n".join(lines).encode()])
     return f"pip-freeze:{digest}"
+
+
+def data_revision(source: str) -> str | None:
+    """The pinned revision behind a data source ("hf:..." or "local:...")."""
+    from ..data import pins
+
+    if source.startswith("hf:"):
+        return pins.HF_REVISION
+    if source.startswith("local:"):
+        return pins.UPSTREAM_COMMIT
+    return None

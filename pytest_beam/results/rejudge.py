@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..settings import Settings
+from ..run_id import new_run_id
 from .provenance import scoring_stamp
 from .schema import KNOWN_BAD_FLAG, QuestionRecord, RunRecord, UsageRow
 from .store import read_record, resolve_record_path, write_record
@@ -28,10 +28,6 @@ _SCORER_FLAGS = {"parse_error", "score_out_of_range", "tau_undefined"}
 
 class RejudgeError(Exception):
     """Re-judging cannot start; the message says what is missing."""
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
 def _outcome(score: float, known_bad: bool, pass_score: float) -> str:

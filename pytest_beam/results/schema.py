@@ -12,6 +12,7 @@ from pydantic import AliasChoices, Field, model_validator
 
 from ..llm.config import EMBEDDING_ROLE
 from ..llm.config import ROLES as _CHAT_ROLES
+from ..scoring.judge_check import JudgeCheck
 from ..scoring.scores import ItemScore
 
 __all__ = [
@@ -185,6 +186,9 @@ class RunRecord(_Model):
     partial: bool = False
     partial_reason: str | None = None
     exit_status: int | None = None
+    judge_check: JudgeCheck | None = Field(
+        None, description="The judge's calibration on BEAM's reference answers (--beam-judge-check, pytest-beam judge-check)")
+    judge_check_error: str | None = Field(None, description="Why the run's judge check did not finish")
 
     @model_validator(mode="after")
     def _fill_aggregates(self) -> RunRecord:

@@ -124,7 +124,7 @@ def render_summary(record: RunRecord) -> list[str]:
         if o.context_tokens_mean is not None:
             out.append(f"context tokens per question: mean {o.context_tokens_mean:,.0f}, "
                        f"p95 {o.context_tokens_p95:,.0f}")
-    else:
+    elif record.judge_check is None:
         out.append("no questions in this record")
 
     if record.models:
@@ -164,6 +164,15 @@ def render_summary(record: RunRecord) -> list[str]:
         out.append("")
         out.append(f"answers changed from their snapshots ({len(record.snapshot_changes)}):")
         out += [f"  {qid}" for qid in record.snapshot_changes]
+
+    if record.judge_check is not None:
+        from .judge_check_text import render_judge_check
+
+        out.append("")
+        out += render_judge_check(record.judge_check)
+    if record.judge_check_error:
+        out.append("")
+        out.append(f"WARNING: the judge check did not finish: {record.judge_check_error}")
     return out
 
 

@@ -25,6 +25,7 @@ import pytest
 if TYPE_CHECKING:
     from ..results.record import RunRecord
     from ..system import IngestReport
+    from .judge_check import SessionJudgeCheck
     from .state import BeamSession
 
 _ID_IN_NODEID = re.compile(r"\[((?:.+-)?conv\d+:[a-z_]+:\d+)\]$")  # the item's id: [system-]question
@@ -43,6 +44,7 @@ class RunCollector:
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
         self.record_path: Path | None = None  # where finish wrote the record
         self.write_line: str | None = None  # set by finish when the record could not go where asked
+        self.judge_check: SessionJudgeCheck | None = None  # the judge's calibration, when the run made one
         self.parts = session.run_dir / "parts"
         self._lock = threading.RLock()  # model calls persist from the client's threads
 
@@ -125,7 +127,7 @@ class RunCollector:
     def finish(self, exitstatus: int) -> int:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
-        from ..results.collect import build_record, write_run
+        from ..results.collect import add_usage, build_record, write_run
 
         session = self.session
         self.merge_parts()
@@ -140,10 +142,14 @@ class RunCollector:
             # holding only workers' parts and progress logs
             shutil.rmtree(session.run_dir, ignore_errors=True)
             return exitstatus
+        check = self.judge_check
+        if check is not None and check.usage:  # made on the controller by its own client, before the questions
+            add_usage(self.meter, {"judge check": _one_row(check.usage)})
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
-            interrupted_by=self.interrupted_by, systems=session.systems)
+            interrupted_by=self.interrupted_by, systems=session.systems,
+            judge_check=check.check if check else None, judge_check_error=check.error if check else None)
         try:
             self.record_path = write_run(session.run_dir, self.record, html=session.settings.html)
         except OSError as exc:
@@ -209,6 +215,16 @@ class RunCollector:
         for line in (self.write_line, self.cap_line):
             if line:
                 terminalreporter.write_line(line, red=True, bold=True)
+
+
+def _one_row(usage: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A meter's rows (by role) summed into one row."""
+    from ..results.collect import add_usage
+
+    total: dict[str, dict[str, Any]] = {}
+    for row in usage.values():
+        add_usage(total, {"all": row})
+    return total.get("all", {})
 
 
 def _outcome(report: pytest.TestReport) -> str:

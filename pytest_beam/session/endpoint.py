@@ -31,6 +31,7 @@ PREFLIGHT_TIMEOUT_S = 1.5
 EMBEDDED_DEFAULTS: dict[str, Any] = {"concurrency": 1, "timeout": 900.0, "agent_timeout": 1800.0,
                                      "tool_mode": "json", "max_calls": None, "max_tokens": None}
 WORKERINPUT_KEY = "beam_endpoint"
+EMBEDDED_CHANGES_IDENTITY_KEY = "endpoint_identity"  # the cache's name for the embedded model (any port)
 ROLE_MODELS = ("extraction_model", "resolution_model", "judge_model")
 
 
@@ -74,8 +75,10 @@ def explicitly_set(config: pytest.Config, name: str) -> bool:
 
 def embedded_changes(config: pytest.Config, base_url: str, model: str) -> dict[str, Any]:
     """The settings a run on the embedded model uses (JSON-able, handed to the workers as is)."""
+    from ..llm.embedded import CACHE_IDENTITY
+
     changes: dict[str, Any] = {"base_url": base_url, "model": model, "api_key": None,
-                               **{n: None for n in ROLE_MODELS}}
+                               EMBEDDED_CHANGES_IDENTITY_KEY: CACHE_IDENTITY, **{n: None for n in ROLE_MODELS}}
     for name, value in EMBEDDED_DEFAULTS.items():
         if not explicitly_set(config, name):
             changes[name] = value

@@ -125,7 +125,30 @@ def estimate_run(bench_set: BenchmarkSet, questions: list[ProbingQuestion], sett
             estimate.phases["agent"].add(1, agent_base + question_tokens + step * a["tool_result_tokens"],
                                          a["agent_completion_tokens"])
         add_judge(estimate.phases["judge"], q, runs)
+    add_judge_check(estimate, bench_set, questions, settings)
     return estimate
+
+
+def add_judge_check(estimate: Estimate, bench_set: BenchmarkSet, questions: list[ProbingQuestion],
+                    settings: Settings) -> None:
+    """The judge check's calls (``--beam-judge-check``), when it is on: one call per sampled case
+    and judge run; a rubric case costs a judge prompt, an event pair a classifier prompt."""
+    from ..scoring.calibration import build_cases, sample_cases
+    from .judge_check import sample_size
+
+    size = sample_size(settings)
+    if size is False:
+        return
+    judge_base, classifier_base = _judge_bases()
+    by_id = {q.id: q for q in questions}
+    phase = estimate.phases.setdefault("judge check", PhaseEstimate())
+    runs = settings.judge_runs
+    for case in sample_cases(build_cases(questions, bench_set.references), size):
+        if case.kind in ("same_event", "other_event"):
+            phase.add(runs, runs * (classifier_base + _tokens(case.rubric_item) + _tokens(case.answer)), runs * 2)
+        else:
+            prompt = judge_base + _tokens(by_id[case.question_id].question) + _tokens(case.rubric_item) + _tokens(case.answer)
+            phase.add(runs, runs * prompt, runs * ASSUMPTIONS["judge_completion_tokens"])
 
 
 @lru_cache(maxsize=1)

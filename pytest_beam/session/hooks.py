@@ -149,6 +149,8 @@ class BeamSessionPlugin:
         if beam.collector is None:
             return
         try:
+            if not beam.is_worker and exitstatus != pytest.ExitCode.INTERRUPTED and not beam.collector.interrupted_by:
+                self._judge_check(session)
             if beam.runtime is not None:
                 beam.runtime.close()
             self._stop_endpoint()
@@ -162,6 +164,21 @@ class BeamSessionPlugin:
             self._stop_endpoint()
             if self.terminate is not None:
                 self.terminate.restore()
+
+    def _judge_check(self, session: pytest.Session) -> None:
+        """The judge's calibration on the questions that ran (``--beam-judge-check``), before the
+        endpoint stops; a Ctrl-C here ends the check, never the record."""
+        from .judge_check import SessionJudgeCheck, run_session_judge_check
+
+        collector = self.session.collector
+        assert collector is not None
+        ran = {str(q["id"]) for q in collector.questions.values() if q.get("outcome") not in (None, "skipped", "error")}
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        say = (lambda line: show_line(reporter, line)) if reporter is not None else (lambda line: None)
+        try:
+            collector.judge_check = run_session_judge_check(self.session, ran, say)
+        except KeyboardInterrupt:
+            collector.judge_check = SessionJudgeCheck(error="interrupted before it finished")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self._stop_endpoint()  # a session that ended before pytest_sessionfinish (a usage error)

@@ -112,7 +112,7 @@ class Runtime:
                                     questions=question_set(s))
             self._models = ModelClient(
                 EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
-                               max_retries=s.max_retries, concurrency=s.concurrency),
+                               max_retries=s.max_retries, concurrency=s.concurrency, identity=s.endpoint_identity),
                 RoleModels(agent=roles["agent"], extraction=roles["extraction"],
                            resolution=roles["resolution"], judge=roles["judge"]),
                 meter=Meter(journal=UsageJournal(usage_journal(self.session.run_dir, self.session.process_name))),

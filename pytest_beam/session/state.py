@@ -8,13 +8,13 @@ config (`pytest_runtest_logreport`) still reach it without any module-level stat
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from ..run_id import new_run_id
 from ..settings import Settings
 
 if TYPE_CHECKING:
@@ -62,7 +62,3 @@ class BeamSession:
 def get_session(config: pytest.Config) -> BeamSession | None:
     """The config's BeamSession, or None when the suite is off in this run."""
     return config.stash.get(STASH_KEY, None)
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]

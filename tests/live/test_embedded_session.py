@@ -53,7 +53,8 @@ class Probe(MemorySystem):
         row = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "base_url": s.base_url, "model": s.model,
                "concurrency": s.concurrency, "timeout": s.timeout, "tool_mode": s.tool_mode,
                "agent_timeout": s.agent_timeout, "max_calls": s.max_calls, "reply": reply.text,
-               "server_pid": model.pid if model is not None else None}
+               "server_pid": model.pid if model is not None else None,
+               "cache_identity": self.context.models.endpoint.cache_identity}
         with open(os.path.join(os.environ["PROBE_OUT"], f"conv{self.context.conversation_id}.json"), "w") as fh:
             json.dump(row, fh)
         if os.environ.get("PROBE_HANG"):
@@ -112,6 +113,8 @@ def test_xdist_workers_use_the_controllers_one_embedded_model_and_it_stops(proje
         assert (row["concurrency"], row["timeout"], row["tool_mode"], row["max_calls"]) == (1, 900.0, "json", None)
         assert row["reply"]  # the worker's call reached the controller's server
         assert row["server_pid"] is None  # a worker holds no model of its own
+        # the response cache knows the embedded model by its file, not by this run's port
+        assert row["cache_identity"] == embedded.CACHE_IDENTITY == f"embedded:{embedded.GGUF_SHA256}"
     assert refuses(rows[0]["base_url"])  # stopped at the end of the session
 
 

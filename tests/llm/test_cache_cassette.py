@@ -359,3 +359,17 @@ def test_a_garbage_verdict_is_asked_again_by_the_next_run(model_server, make_cli
     item, flags, _ = score_item("Q?", "names the city", "Lisbon", make_client(
         model_server, cache=ResponseCache(tmp_path / "cache")), "default")
     assert item.score == 1 and not flags and model_server.request_count == 2
+
+
+def test_the_embedded_model_on_a_new_port_is_still_the_same_endpoint_to_the_cache(model_server_factory, make_client,
+                                                                                 tmp_path):
+    """The embedded model listens on a free port picked at every start: keyed by its URL, the
+    cache of one run never served the next (every lite re-run paid every call again)."""
+    first, second = model_server_factory(default_reply="first run"), model_server_factory(default_reply="second run")
+    cache = ResponseCache(tmp_path / "cache")
+    same = {"identity": "embedded:model-sha256"}
+    assert make_client(first, cache=cache, endpoint=same).chat(role="agent", messages=MSGS).text == "first run"
+    again = make_client(second, cache=cache, endpoint=same).chat(role="agent", messages=MSGS)
+    assert again.cached and again.text == "first run" and second.request_count == 0
+    # without an identity an endpoint is its URL, as before
+    assert make_client(second, cache=cache).chat(role="agent", messages=MSGS).text == "second run"

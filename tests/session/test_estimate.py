@@ -185,3 +185,17 @@ def test_a_speed_read_from_the_server_s_metrics(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ValueError, match="bad.json"):
         embedded_speed.load(tmp_path / "bad.json")
+
+
+def test_the_judge_check_is_in_the_estimate_when_it_will_run(beam_data_dir):
+    """Issue 25: the check's calls are counted before the run, as a phase of their own."""
+    lite = load_set("lite", beam_data_dir)
+    endpoint = dict(mode="lite", base_url="http://127.0.0.1:9/v1", model="some-model")
+    # auto: off for a judge that is not the embedded model, on (9 cases here) for the embedded one
+    assert "judge check" not in estimate_run(lite, list(lite.questions), settings(**endpoint)).phases
+    embedded = estimate_run(lite, list(lite.questions), settings(mode="lite"))  # no endpoint: the embedded model
+    assert embedded.phases["judge check"].calls == 9
+    # on: at most 24 cases; N: N cases, each asked judge_runs times
+    est = estimate_run(lite, list(lite.questions), settings(**endpoint, judge_check="4", judge_runs="2"))
+    assert est.phases["judge check"].calls == 8 and est.phases["judge check"].prompt_tokens > 8 * 800
+    assert "judge check" in format_estimate(est, settings(**endpoint))

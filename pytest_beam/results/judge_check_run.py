@@ -1,0 +1,109 @@
+"""``pytest-beam judge-check``: the judge's calibration on a whole question set, as its own record.
+
+No ingest and no agent: the cases come from the BEAM data's reference answers and rubrics
+(:mod:`pytest_beam.scoring.calibration`) and go through the judge the run would use (its endpoint,
+or the embedded model started here when none is set), with BEAM's prompts unchanged. The record
+holds the check (``RunRecord.judge_check``); ``pytest-beam report`` prints it and ``--html`` shows it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..settings import Settings
+from .provenance import scoring_stamp
+from .schema import RunRecord, UsageRow
+
+__all__ = ["JudgeCheckError", "run_judge_check_command"]
+
+
+class JudgeCheckError(Exception):
+    """The check cannot start; the message says what is missing."""
+
+
+def _client(settings: Settings, judge_model: str, say: Callable[[str], None]) -> tuple[Any, Any, Settings]:
+    """(client, embedded model or None, settings as used): the endpoint's judge, else the embedded model."""
+    import dataclasses
+
+    from ..llm import EndpointConfig, Meter, ModelClient, ResponseCache, RoleModels
+
+    embedded = None
+    if not settings.base_url or judge_model == "local":
+        from ..llm import embedded as embedded_model
+        from ..session.endpoint import EMBEDDED_DEFAULTS
+
+        reason = embedded_model.unavailable_reason()
+        if reason is not None:
+            raise JudgeCheckError(f"no endpoint is set (--beam-base-url, BEAM_BASE_URL) and {reason}")
+        embedded = embedded_model.EmbeddedModel()
+        try:
+            base_url, judge_model = embedded.start(progress=say)
+        except embedded_model.EmbeddedModelError as exc:
+            embedded.stop()
+            raise JudgeCheckError(str(exc)) from None
+        settings = dataclasses.replace(settings, base_url=base_url, api_key=None, model=judge_model,
+                                       judge_model=judge_model, endpoint_identity=embedded_model.CACHE_IDENTITY,
+                                       **{k: v for k, v in EMBEDDED_DEFAULTS.items()
+                                          if k in ("concurrency", "timeout")})
+    client = ModelClient(
+        EndpointConfig(base_url=settings.base_url, api_key=settings.api_key, timeout_s=settings.timeout,
+                       max_retries=settings.max_retries, concurrency=settings.concurrency,
+                       identity=settings.endpoint_identity),
+        RoleModels(agent=judge_model, judge=judge_model), meter=Meter(),
+        cache=ResponseCache(settings.cache) if settings.cache else None,
+    )
+    return client, embedded, settings
+
+
+def run_judge_check_command(settings: Settings, *, judge_model: str | None, sample: int | None,
+                            results_dir: Path, say: Callable[[str], None]) -> tuple[Path, RunRecord]:
+    """Load the set of ``settings.mode``, judge its cases, write and return the record."""
+    from .. import __version__
+    from ..data.sets import load_set
+    from ..scoring.judge_check import run_judge_check
+    from ..run_id import new_run_id
+    from .provenance import data_revision, git_info, lockfile_hash
+    from .store import write_record
+
+    scoring_stamp(settings.scorer)  # an unknown profile fails here, before any data or model
+    judge_model = judge_model or settings.judge_model or settings.model
+    if settings.base_url and not judge_model:
+        raise JudgeCheckError("an endpoint is set but no judge model: give --beam-judge-model (or BEAM_MODEL)")
+    bench = load_set(settings.mode, settings.data, settings.conversations)  # type: ignore[arg-type]
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S")
+    client, embedded, settings = _client(settings, judge_model or "local", say)
+    try:
+        t0 = time.monotonic()
+        last = [t0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if done == total or now - last[0] >= 30:
+                last[0] = now
+                left = (now - t0) / done * (total - done)
+                say(f"judge check: {done}/{total} cases judged, about {left / 60:.0f} min left")
+
+        check = run_judge_check(bench.questions, bench.references, client, profile=settings.scorer,
+                                judge_runs=settings.judge_runs, sample=sample, bar=settings.judge_bar,
+                                judge_model=client.models.for_role("judge"), progress=progress)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    usage = UsageRow()
+    for row in client.meter.to_dict().values():
+        usage = usage + UsageRow.model_validate(row)
+    root = Path.cwd()
+    commit, dirty = git_info(root)
+    record = RunRecord(
+        run_id=new_run_id(), started=started_at, finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        package_version=__version__, commit=commit, dirty=dirty, lockfile_hash=lockfile_hash(root),
+        mode=settings.mode, data_source=bench.source, data_revision=data_revision(bench.source), scorer=settings.scorer,
+        scoring=scoring_stamp(settings.scorer, settings.judge_runs), models={"judge": check.judge_model},
+        settings=settings.public_dict(), judge_check=check, usage={"judge check": usage},
+        phase_seconds={"judge check": check.seconds}, exit_status=0, label=settings.label,
+    )
+    path = write_record(results_dir / record.run_id, record, [])
+    return path, record
