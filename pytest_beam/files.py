@@ -9,6 +9,7 @@ may start together holds a lock (``filelock``, the same library huggingface_hub 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import tempfile
@@ -50,3 +51,24 @@ def file_lock(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path)):
         yield
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether an error is a full disk (or an exhausted quota) rather than any other I/O problem."""
+    return isinstance(exc, OSError) and exc.errno in _FULL
+
+
+def disk_full_text(path: Path | str) -> str:
+    """One phrase naming a full disk: where, and how much is free there (when that can be read)."""
+    place = Path(path)
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:
+        stat = os.statvfs(place)
+        free = f", {stat.f_bavail * stat.f_frsize / 1e6:.1f} MB free"
+    except OSError:
+        free = ""
+    return f"the disk holding {path} is full (No space left on device{free})"

@@ -94,11 +94,13 @@ def test_an_endpoint_that_answers_passes_the_check_with_one_get(project, beam_da
 
 
 @pytest.mark.parametrize("args", [["--co"], ["--beam-dry-run"],
-                                  ["--beam-record-mode=none", "--beam-cassette=missing.jsonl",
+                                  ["--beam-record-mode=none", "--beam-cassette=recorded.jsonl",
                                    "--beam-model=m", "-k", "nothing"]],
                          ids=["collect-only", "dry-run", "replay"])
 def test_collect_only_dry_run_and_replay_neither_start_nor_ask_a_model(project, beam_data_dir, args):
     (project / "conftest.py").write_text(NO_EXTRA)  # starting the embedded model would be an error
+    # a cassette to replay (its header): a missing one is a usage error of its own (issue 32 item 2)
+    (project / "recorded.jsonl").write_text('{"cassette": "pytest-beam", "version": 2}\n')
     proc = beam(project, beam_data_dir, *args)
     assert proc.returncode in (0, pytest.ExitCode.NO_TESTS_COLLECTED), proc.stdout + proc.stderr
     assert "embedded model" not in proc.stdout + proc.stderr

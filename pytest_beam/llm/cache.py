@@ -1,7 +1,8 @@
 """Request fingerprints and the on-disk response cache.
 
 The cache stores the raw response body (the exact bytes the endpoint returned) of successful
-calls only, one file per key, sharded by the first two hex digits. Writes are atomic
+calls whose reply the caller could use (a verdict that parses, an extraction valid for its
+schema: :meth:`ModelClient.chat`'s ``accept``) only, one file per key, sharded by the first two hex digits. Writes are atomic
 (:func:`pytest_beam.files.atomic_write`), so several processes (xdist workers) can share one
 cache directory; a reader sees either nothing or a whole file.
 """
@@ -75,6 +76,15 @@ class ResponseCache:
                       stacklevel=3)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+        with self._lock:
+            self.hits -= 1
+            self.misses += 1
+
+    def forget(self, key: str) -> None:
+        """Remove an entry the caller could not use (a reply that does not parse): quietly, since
+        the file itself is a sound response; the next request asks the endpoint again."""
+        with contextlib.suppress(FileNotFoundError):
+            self._path(key).unlink()
         with self._lock:
             self.hits -= 1
             self.misses += 1

@@ -2,8 +2,8 @@
 
 Order of sources for every call: cassette (replay) -> response cache -> network. A network call
 is checked against the budget first and sent by the :class:`~.transport.Transport` (concurrency
-limit, retries, fallbacks); its raw response body is then stored in the cache and the cassette
-(when recording). Live, cached and replayed responses are parsed from the same raw bytes by the
+limit, retries, fallbacks); its raw response body is then stored in the cassette (when
+recording) and, when the caller can use the reply, in the cache. Live, cached and replayed responses are parsed from the same raw bytes by the
 same code (:mod:`.replies`), so a replay is indistinguishable from the live call.
 
 A client that only replays a cassette never imports ``openai`` and needs no base URL.
@@ -103,8 +103,12 @@ class ModelClient:
         max_tokens: int | None = None,
         response_format: dict | None = None,
         repeat: int = 0,
+        accept: Callable[[str | None], bool] | None = None,
     ) -> ChatResult:
-        """One chat call. ``repeat`` > 0 asks the same request again as its own call (judge repeats):
+        """One chat call. ``accept(text)`` says whether the caller can use the reply (a judge's
+        verdict parses): one it cannot use is returned all the same but never kept in the response
+        cache, so the next run asks again instead of replaying the failure (a cassette still
+        records it: a replay must reproduce the run). ``repeat`` > 0 asks the same request again as its own call (judge repeats):
         the number is folded into the cache key and cassette fingerprint, never sent to the endpoint;
         ``repeat=0`` keys exactly as a call without it.
 
@@ -115,7 +119,7 @@ class ModelClient:
         plain request is its own fingerprint and cache key, so cache and cassette stay exact.
         """
         kwargs: dict[str, Any] = dict(tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
-                                      structured_schema=None, repeat=repeat)
+                                      structured_schema=None, repeat=repeat, accept=accept)
         if response_format is None or self._format_refused:
             return self._chat(role, messages, response_format=None, **kwargs)
         try:
@@ -150,7 +154,8 @@ class ModelClient:
         model = self.models.for_role(role)
         for attempt in (1, 2):
             result = self._chat(role, msgs, tools=None, tool_choice=None, max_tokens=max_tokens,
-                                response_format=fmt, structured_schema=json_schema)
+                                response_format=fmt, structured_schema=json_schema,
+                                accept=lambda reply: _valid(reply, schema))
             total = total + result.usage
             flags.append((result.cached, result.replayed))
             text = result.text
@@ -184,10 +189,11 @@ class ModelClient:
         logical = {"model": model, "input": list(texts), "encoding_format": "float"}
         started = time.monotonic()
         trace: dict[str, Any] = {"kind": "embeddings", "role": EMBEDDING_ROLE, "model": model, "inputs": len(texts)}
+        call = self.meter.new_call()
         try:
-            got = self._obtain("embeddings", EMBEDDING_ROLE, model, logical, structured_schema=None)
+            got = self._obtain("embeddings", EMBEDDING_ROLE, model, logical, structured_schema=None, call=call)
         except ModelEndpointError as exc:
-            self.meter.record(EMBEDDING_ROLE, Usage(errors=1, latency_s=time.monotonic() - started))
+            self.meter.record(EMBEDDING_ROLE, _failed(exc, time.monotonic() - started), call=call)
             self._emit(trace | {"error": str(exc), "latency_s": time.monotonic() - started})
             raise
         latency = time.monotonic() - started
@@ -195,7 +201,7 @@ class ModelClient:
         items = sorted(data.get("data") or [], key=lambda d: d.get("index", 0))
         vectors = [list(map(float, item["embedding"])) for item in items]
         usage = self._usage_of(data, got, latency, completion=False)
-        self.meter.record(EMBEDDING_ROLE, usage)
+        self.meter.record(EMBEDDING_ROLE, usage, call=call)
         self._emit(trace | {"usage": usage.to_dict(), "latency_s": latency, "cached": got.source == "cache",
                             "replayed": got.source == "cassette", "attempts": got.attempts, "dimensions": len(vectors[0]) if vectors else 0})
         return vectors
@@ -225,6 +231,7 @@ class ModelClient:
         response_format: dict | None,
         structured_schema: dict | None,
         repeat: int = 0,
+        accept: Callable[[str | None], bool] | None = None,
     ) -> ChatResult:
         if repeat < 0:
             raise ValueError(f"repeat {repeat} must be at least 0")
@@ -258,17 +265,18 @@ class ModelClient:
             "response_format": (response_format or {}).get("type"),
             "fingerprint": fingerprint({"kind": "chat", **logical, **salt}),
         }
+        call = self.meter.new_call()
         try:
             got = self._obtain("chat", role, model, logical, structured_schema=structured_schema,
-                               fp=trace["fingerprint"], salt=salt)
+                               fp=trace["fingerprint"], salt=salt, usable=_usable_text(accept), call=call)
             text, tool_calls, finish_reason = parse_chat(got.data)
         except ModelEndpointError as exc:
-            self.meter.record(role, Usage(errors=1, latency_s=time.monotonic() - started))
+            self.meter.record(role, _failed(exc, time.monotonic() - started), call=call)
             self._emit(trace | {"error": str(exc), "latency_s": time.monotonic() - started})
             raise
         latency = time.monotonic() - started
         usage = self._usage_of(got.data, got, latency, completion=True)
-        self.meter.record(role, usage)
+        self.meter.record(role, usage, call=call)
         result = ChatResult(
             text=text, tool_calls=tool_calls, finish_reason=finish_reason, usage=usage, latency_s=latency,
             model=str(got.data.get("model") or model), cached=got.source == "cache",
@@ -305,7 +313,11 @@ class ModelClient:
 
     def _obtain(self, kind: str, role: str, model: str, logical: dict[str, Any], *,
                 structured_schema: dict | None, fp: str | None = None,
-                salt: dict[str, Any] | None = None) -> _Obtained:
+                salt: dict[str, Any] | None = None,
+                usable: Callable[[dict[str, Any]], bool] | None = None, call: int = 0) -> _Obtained:
+        """The response to a request, from the cassette, the cache or the network. ``usable(data)``
+        says whether the caller can use a response: only usable ones are kept in the cache, and a
+        cached one that is not (kept by an older version) is asked again as a miss."""
         request = {"kind": kind, **logical, **(salt or {})}  # the salt keys the call; only `logical` is sent
         fp = fp or fingerprint(request)
         occurrence = 0
@@ -326,18 +338,21 @@ class ModelClient:
                 except ModelEndpointError as exc:  # a damaged entry: a miss, not an endpoint failure
                     self.cache.discard(key, exc.reason or "not a response body")
                 else:
-                    if cassette is not None:
-                        cassette.record(fp, occurrence, body, role=role, model=model, kind=kind)
-                    return _Obtained(body, data, "cache")
+                    if usable is None or usable(data):
+                        if cassette is not None:
+                            cassette.record(fp, occurrence, body, role=role, model=model, kind=kind)
+                        return _Obtained(body, data, "cache")
+                    self.cache.forget(key)  # a reply the caller cannot use: asked again
         if self.budget is not None and kind == "chat":
             estimate = len(canonical_json(logical.get("messages", []))) + len(canonical_json(logical.get("tools", [])))
             self.budget.reserve(role, estimated_tokens=estimate // 4)
-        sent = self._transport.send(kind, role, model, logical, structured_schema)
+        sent = self._transport.send(kind, role, model, logical, structured_schema,
+                                    on_request=lambda attempt: self.meter.sent(role, call, attempt))
         got = _Obtained(sent.body, sent.data, "network", attempts=sent.attempts, mode=sent.mode)
         if self.budget is not None and kind == "chat":
             u = got.data.get("usage") if isinstance(got.data.get("usage"), dict) else {}
             self.budget.record(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
-        if self.cache is not None and key is not None:
+        if self.cache is not None and key is not None and (usable is None or usable(got.data)):
             self.cache.put(key, got.body)
         if cassette is not None:
             cassette.record(fp, occurrence, got.body, role=role, model=model, kind=kind)
@@ -347,3 +362,34 @@ class ModelClient:
         if self.trace is None:
             return
         self.trace(redact_value(record, self._secrets))
+
+
+def _failed(exc: ModelEndpointError, latency: float) -> Usage:
+    """A call that failed for good: one call when any request went out, its other requests as
+    retries, and the error (so the meter equals what the endpoint was sent)."""
+    attempts = max(int(exc.attempts or 0), 0)
+    return Usage(calls=1 if attempts else 0, retries=max(attempts - 1, 0), errors=1, latency_s=latency)
+
+
+def _valid(text: str | None, schema: "type[BaseModel]") -> bool:
+    """Whether a structured reply validates (the same parse the caller does)."""
+    try:
+        parse_structured(text, schema)
+    except StructuredParseError:
+        return False
+    return True
+
+
+def _usable_text(accept: Callable[[str | None], bool] | None) -> Callable[[dict[str, Any]], bool] | None:
+    """``accept`` of a reply's text, as a test of a decoded chat response."""
+    if accept is None:
+        return None
+
+    def usable(data: dict[str, Any]) -> bool:
+        try:
+            text, _, _ = parse_chat(data)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return False
+        return bool(accept(text))
+
+    return usable

@@ -1,24 +1,34 @@
 """Usage counters and the thread-safe per-role :class:`Meter`.
 
-Counting rules (what a summary can rely on):
+Counting rules (what a summary can rely on): the meter equals what the endpoint was sent,
+``calls + retries + abandoned`` HTTP requests, in every case.
 
-* ``calls`` counts *logical* calls answered by the endpoint (network). A call that needed
-  retries (429, 5xx, timeouts) or an endpoint fallback (seed dropped, JSON mode instead of JSON
-  schema) is still one call; the extra HTTP requests are in ``retries``.
+* ``calls`` counts *logical* calls sent to the endpoint (network), answered or failed. A call
+  that needed retries (429, 5xx, timeouts) or an endpoint fallback (seed dropped, JSON mode
+  instead of JSON schema) is still one call; the extra HTTP requests are in ``retries``.
+* A call that failed for good (:class:`ModelEndpointError`) is a call with its retries, and
+  counts in ``errors`` too (one that never reached the network, e.g. no base URL: errors only).
+* ``abandoned`` counts calls sent whose reply never came back because the process stopped while
+  they were in flight (Ctrl-C, SIGTERM, kill -9): the endpoint saw them, their tokens are unknown.
+  Only the run's journal (:class:`UsageJournal`, :func:`read_journals`) knows them.
 * ``prompt_tokens`` / ``completion_tokens`` come from the response's ``usage`` field. When a
   response has none they count 0 and ``usage_missing`` is incremented.
 * Responses served from the on-disk cache count in ``cached_calls``, responses replayed from a
   cassette in ``replayed_calls``; neither adds to ``calls`` or the live token counts. Their
   tokens (as reported in the stored response) go to ``cached_tokens`` so a summary can show
   what was saved.
-* A call that failed for good (:class:`ModelEndpointError`) counts in ``errors`` only.
 * ``latency_s`` is wall time of the call including retries and backoff.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any, Mapping
 
 
@@ -34,6 +44,12 @@ class Usage:
     usage_missing: int = 0
     retries: int = 0
     errors: int = 0
+    abandoned: int = 0
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests the endpoint was sent for these calls."""
+        return self.calls + self.retries + self.abandoned
 
     @property
     def total_tokens(self) -> int:
@@ -87,14 +103,28 @@ class Meter:
     ``meter.since(before)``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, journal: UsageJournal | None = None) -> None:
         self._lock = threading.Lock()
         self._by_role: dict[str, Usage] = {}
+        self.journal = journal
+        self._ids = itertools.count(1)
 
-    def record(self, role: str, usage: Usage) -> None:
+    def new_call(self) -> int:
+        """An id for one logical call (its journal lines carry it)."""
+        return next(self._ids)
+
+    def sent(self, role: str, call: int, attempt: int) -> None:
+        """Request number ``attempt`` of ``call`` is going out now: journaled before it is sent,
+        so a process that stops before the reply still leaves it counted (``abandoned``)."""
+        if self.journal is not None:
+            self.journal.write({"call": call, "role": role, "sent": attempt})
+
+    def record(self, role: str, usage: Usage, call: int | None = None) -> None:
         with self._lock:
             current = self._by_role.get(role)
             self._by_role[role] = usage + Usage() if current is None else current + usage
+        if self.journal is not None:
+            self.journal.write({"call": call, "role": role, "usage": usage.to_dict()})
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -135,3 +165,60 @@ class Meter:
 
     def __repr__(self) -> str:
         return f"Meter({self.to_dict()!r})"
+
+
+class UsageJournal:
+    """One process's model calls as JSON lines, appended as each request goes out and as each
+    call ends, so the run's usage survives the process (Ctrl-C, SIGTERM, kill -9 of an xdist
+    worker): :func:`read_journals` folds every process's journal into the run's usage."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._fh: Any = None
+
+    def write(self, event: dict[str, Any]) -> None:
+        line = json.dumps(event, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open, appended to
+            self._fh.write(line)
+            self._fh.flush()  # in the kernel's hands: a killed process loses nothing written
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __repr__(self) -> str:
+        return f"UsageJournal({str(self.path)!r})"
+
+
+def read_journals(paths: Iterable[str | os.PathLike[str]]) -> Snapshot:
+    """The usage per role of every call in these journals: each ended call as it was metered, and
+    each call sent but never ended as ``abandoned`` (with the retries it had made). A last line
+    cut short by a killed process is skipped."""
+    total: dict[str, Usage] = {}
+    for path in paths:
+        ended: set[Any] = set()
+        sent: dict[Any, tuple[str, int]] = {}
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(event, dict) or not isinstance(event.get("role"), str):
+                    continue
+                role, call = event["role"], event.get("call")
+                if isinstance(event.get("usage"), dict):
+                    total[role] = total.get(role, Usage()) + Usage.from_dict(event["usage"])
+                    ended.add(call)
+                elif isinstance(event.get("sent"), int):
+                    sent[call] = (role, max(event["sent"], sent.get(call, (role, 0))[1]))
+        for call, (role, attempts) in sent.items():
+            if call not in ended:
+                total[role] = total.get(role, Usage()) + Usage(abandoned=1, retries=attempts - 1)
+    return total

@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..redaction import redact, url_credentials
 from .config import EndpointConfig
@@ -120,19 +120,20 @@ class Transport:
 
     # -- decoding and errors ---------------------------------------------------------------------
 
-    def decode(self, body: bytes, kind: str, role: str, model: str) -> dict[str, Any]:
-        """The JSON of a response body, checked for the shape its kind needs."""
+    def decode(self, body: bytes, kind: str, role: str, model: str, *, attempts: int = 0) -> dict[str, Any]:
+        """The JSON of a response body, checked for the shape its kind needs (``attempts``: the
+        requests that got it, 0 for a stored body)."""
         try:
             data = json.loads(body)
         except ValueError:
             data = None
         if not isinstance(data, dict):
-            raise self.error(kind, role, model, None, "response body is not a JSON object", attempts=0)
+            raise self.error(kind, role, model, None, "response body is not a JSON object", attempts=attempts)
         choices = data.get("choices")
         if kind == "chat" and not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
-            raise self.error(kind, role, model, None, f"response has no choices: {body[:200]!r}", attempts=0)
+            raise self.error(kind, role, model, None, f"response has no choices: {body[:200]!r}", attempts=attempts)
         if kind == "embeddings" and not isinstance(data.get("data"), list):
-            raise self.error(kind, role, model, None, f"response has no data: {body[:200]!r}", attempts=0)
+            raise self.error(kind, role, model, None, f"response has no data: {body[:200]!r}", attempts=attempts)
         return data
 
     def error(self, kind: str, role: str, model: str, status: int | None, reason: str, *,
@@ -194,8 +195,11 @@ class Transport:
                 kwargs.pop("response_format", None)
         return kwargs
 
-    def send(self, kind: str, role: str, model: str, logical: dict[str, Any], structured_schema: dict | None) -> Sent:
-        """One logical call over HTTP, with retries and fallbacks; raises :class:`ModelEndpointError`."""
+    def send(self, kind: str, role: str, model: str, logical: dict[str, Any], structured_schema: dict | None,
+             on_request: Callable[[int], None] | None = None) -> Sent:
+        """One logical call over HTTP, with retries and fallbacks; raises :class:`ModelEndpointError`
+        (its ``attempts``: the requests sent). ``on_request(n)`` is called as request ``n`` goes
+        out (after the concurrency limit let it), so the meter knows what is in flight."""
         if not self.endpoint.base_url:
             raise ModelEndpointError(
                 f"No model endpoint base URL configured; cannot make the {role} call (model {model}) "
@@ -215,6 +219,8 @@ class Transport:
             try:
                 try:
                     with sem:
+                        if on_request is not None:
+                            on_request(attempts)
                         if kind == "chat":
                             response = client.chat.completions.with_raw_response.create(**kwargs)
                         else:
@@ -251,7 +257,7 @@ class Transport:
                     delay = exp * (0.5 + self._rng.random() / 2)  # jitter: 50-100% of the exponential step
                 time.sleep(delay)
                 continue
-            data = self.decode(body, kind, role, model)
+            data = self.decode(body, kind, role, model, attempts=attempts)
             if mode is not None and mode != self._structured_mode:
                 with self._lock:
                     self._structured_mode = mode  # remembered for this client

@@ -49,7 +49,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
             phase_seconds[phase] = phase_seconds.get(phase, 0.0) + secs
     skipped_for_cap = [q.id for q in records if q.outcome == "skipped" and "spend cap" in (q.error or "")]
     conversations = {(e.get("system"), e.get("conversation_id") or e["id"].split(":")[0][4:]) for e in questions}
-    unfinished = len(ingest) < len(conversations)  # one ingest per (system, conversation)
+    finished = [info for info in ingest.values() if "failed" not in info]
+    unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)  # one ingest per (system, conversation)
     source = bench_set.source if bench_set else None
     return RunRecord(
         run_id=run_id,
@@ -108,18 +109,22 @@ def _question(entry: dict[str, Any], bench_set: BenchmarkSet | None) -> Question
     return QuestionRecord.model_validate({k: v for k, v in data.items() if k in fields})
 
 
-def write_run(run_dir: Path, record: RunRecord, *, html: bool) -> None:
-    """The record and the merged trace; the per-process trace parts are then removed."""
+def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | None = None) -> Path:
+    """The record and the merged trace of the run whose parts are in ``run_dir``, written into
+    ``target`` (default: ``run_dir``); the per-process trace parts are removed once both are
+    written. Returns the record's path."""
     from .record import write_record
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_record(run_dir, record, _trace_lines(run_dir))
+    target = run_dir if target is None else target
+    target.mkdir(parents=True, exist_ok=True)
+    path = write_record(target, record, _trace_lines(run_dir))
     for part in run_dir.glob("trace-*.jsonl"):
         part.unlink()
     if html:
         from .html import write_html
 
-        write_html(run_dir, record)
+        write_html(target, record)
+    return path
 
 
 def add_usage(total: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:

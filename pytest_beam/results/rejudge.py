@@ -39,10 +39,11 @@ def _outcome(score: float, known_bad: bool, pass_score: float) -> str:
 
 def rejudge_question(old: QuestionRecord, probing: Any, judge: Any, *, profile: str, judge_runs: int,
                      pass_score: float) -> QuestionRecord:
-    """One question scored again; a question with no answer (error, skip) is kept as it was."""
+    """One question scored again; a question with no answer (an error before it, a skip) is kept as
+    it was. An error with an answer is one whose judging failed: its answer is scored now."""
     from ..scoring import score_question
 
-    if old.answer is None or old.outcome in ("error", "skipped"):
+    if old.answer is None or old.outcome == "skipped":
         return old.model_copy(update={"usage": {}, "trace": []})
     before = judge.meter.snapshot()
     started = time.monotonic()

@@ -49,7 +49,9 @@ class UsageRow(_Model):
     replayed_calls: int = Field(0, description="Calls answered from a cassette")
     cached_tokens: int = Field(0, description="Tokens of cached and replayed calls (recorded usage, not spent)")
     retries: int = 0
-    errors: int = 0
+    errors: int = Field(0, description="Calls that failed for good (counted in calls when a request went out)")
+    abandoned: int = Field(0, description="Calls sent whose reply never came: the run stopped while they were "
+                           "in flight; the endpoint saw them, their tokens are unknown")
 
     def __add__(self, other: UsageRow) -> UsageRow:
         return UsageRow(**{name: getattr(self, name) + getattr(other, name) for name in UsageRow.model_fields})

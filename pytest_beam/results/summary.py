@@ -14,7 +14,8 @@ from .compare import changed_questions, comparison_warnings
 from .comparison_text import render_comparison
 from .schema import RunRecord
 from .text import (JUDGE_IS_AGENT_WARNING, USAGE_HEADERS, flags_text, fmt_delta, fmt_interval, fmt_score,
-                   fmt_seconds, graph_rows, ordered_roles, phase_key, score_delta, section, table, usage_rows)
+                   fmt_seconds, graph_rows, ordered_roles, phase_key, requests_line, score_delta, section, table,
+                   usage_rows)
 
 __all__ = [
     "JUDGE_IS_AGENT_WARNING",
@@ -137,6 +138,8 @@ def render_summary(record: RunRecord) -> list[str]:
         out.append("cost and time by phase:")
         if record.usage:
             out += table(USAGE_HEADERS, usage_rows(record.usage), indent="  ")
+            if requests := requests_line(record.usage):
+                out.append(f"  {requests}")
         if record.phase_seconds:
             wall = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])))
             out.append(f"  wall time: {wall}")

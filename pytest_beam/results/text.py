@@ -10,7 +10,7 @@ from .schema import ROLES, MeanInterval, UsageRow
 __all__ = [
     "JUDGE_IS_AGENT_WARNING", "table", "section", "fmt_score", "fmt_delta", "fmt_int", "fmt_interval",
     "score_delta", "fmt_seconds", "graph_rows", "ordered_roles", "phase_key", "usage_rows", "USAGE_HEADERS",
-    "total_usage", "flags_text",
+    "total_usage", "flags_text", "requests_line",
 ]
 
 JUDGE_IS_AGENT_WARNING = "the judge is the agent's model: scores are biased upward"
@@ -96,6 +96,21 @@ def fmt_interval(iv: MeanInterval | None, digits: int = 3) -> str:
 USAGE_HEADERS = ("phase", "calls", "cached/replayed", "their tok", "prompt tok", "completion tok", "call s")
 
 
+def requests_line(usage: dict[str, UsageRow]) -> str | None:
+    """What the endpoint was sent, when it was more than one request per answered call: retries,
+    calls that failed for good, calls abandoned in flight (None when there were none)."""
+    total = total_usage(usage)
+    if not (total.retries or total.errors or total.abandoned):
+        return None
+    parts = [f"{fmt_int(total.calls)} calls", f"{fmt_int(total.retries)} retries"]
+    if total.abandoned:
+        parts.append(f"{fmt_int(total.abandoned)} abandoned in flight (tokens unknown)")
+    line = f"requests sent: {fmt_int(total.calls + total.retries + total.abandoned)} = " + " + ".join(parts)
+    if total.errors:
+        line += f"; {fmt_int(total.errors)} call{'s' if total.errors != 1 else ''} failed for good"
+    return line
+
+
 def usage_rows(usage: dict[str, UsageRow]) -> list[list[str]]:
     rows = []
     total = UsageRow()
@@ -121,6 +136,10 @@ def graph_rows(graph: dict[str, dict[str, Any]]) -> list[list[str]]:
     for conv in sorted(graph):
         g = graph[conv] or {}
         hit = g.get("cache_hit")
+        if g.get("failed"):  # an ingest that did not finish: its time, no graph
+            rows.append([f"{conv} (failed)", "-", "-", "-", "-", "-",
+                         "-" if g.get("seconds") is None else f"{float(g['seconds']):.1f}"])
+            continue
         rows.append([
             conv, fmt_int(count(g.get("entities_by_type"))), fmt_int(count(g.get("relations_by_type"))),
             fmt_int(count(g.get("chunks"))), fmt_int(count(g.get("empty_extractions"))),

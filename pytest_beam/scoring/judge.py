@@ -81,6 +81,7 @@ class JudgeModel(Protocol):
         messages: list[dict[str, str]],
         max_tokens: int | None = None,
         response_format: Any = None,
+        accept: Callable[[str | None], bool] | None = None,
     ) -> JudgeReply: ...
 
 
@@ -122,7 +123,8 @@ def _cut_off(result: JudgeReply) -> bool:
 
 def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: int = JUDGE_MAX_TOKENS,
               repeat: int = 0, undecided: Callable[[str], bool] = lambda text: True,
-              response_format: dict[str, Any] | None = JUDGE_FORMAT) -> JudgeText:
+              response_format: dict[str, Any] | None = JUDGE_FORMAT,
+              parses: Callable[[str], bool] = lambda text: True) -> JudgeText:
     """One judge question (role ``"judge"``); client exceptions propagate.
 
     ``repeat`` > 0 asks again as its own call (the model client keys its cache by it); repeat 0
@@ -130,11 +132,14 @@ def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: 
     "length"``) flags ``judge_truncated`` and, when ``undecided(text)`` says the cut text does not
     already settle it, is asked again once with a cap ``TRUNCATED_RETRY_FACTOR`` times larger;
     whatever the second reply is, it is used. A reply with no text at all flags ``parse_error``
-    and reads as "" (product.md section 3).
+    and reads as "" (product.md section 3). ``parses(text)`` says whether the caller can read the
+    reply: one it cannot (a garbage verdict) is not kept in the response cache, so the next run
+    asks again rather than replaying the failure.
     """
     extra: dict[str, Any] = {"repeat": repeat} if repeat else {}
     if response_format is not None:
         extra["response_format"] = response_format
+    extra["accept"] = lambda text: text is not None and parses(text)
 
     def ask(cap: int) -> JudgeReply:
         return judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=cap, **extra)  # type: ignore[call-arg]
@@ -195,15 +200,20 @@ def _numeric(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def score_item(
-    question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode, repeat: int = 0
-) -> tuple[ItemScore, set[str], int]:
-    """Judge one rubric item (``repeat``: which judge run; two calls when cut off). Returns the item, its flags and the calls."""
-    prompt = fill_judge_prompt(question, rubric_item, answer, mode)
-    asked = ask_judge(judge, [{"role": "user", "content": prompt}], repeat=repeat)
-    reply = asked.text
-    flags: set[str] = set(asked.flags)
+@dataclass(frozen=True)
+class Verdict:
+    """What a judge reply says for one item: its score, whether it parsed, and its raw parts."""
 
+    score: float
+    ok: bool
+    judge_score: Any
+    reason: str | None
+    out_of_range: bool = False
+
+
+def read_verdict(reply: str, mode: ScorerMode) -> Verdict:
+    """The item score a judge reply gives under ``mode`` (see the module docstring); ``ok`` is
+    False when it does not parse (the item then scores 0 and the question is flagged)."""
     try:
         data = parse_judge_json(reply)
     except ValueError:
@@ -216,19 +226,28 @@ def score_item(
         raw_reason = data.get("reason")
         reason = raw_reason if isinstance(raw_reason, str) else (None if raw_reason is None else json.dumps(raw_reason))
         number = _numeric(judge_score)
-
-    score = 0.0
-    ok = False
     if number is not None:
         if mode == "upstream":
             # upstream: int(response['score']) -- truncation toward zero; kept even when out of range
-            score = float(int(number))
-            ok = True
-            if number not in _ALLOWED_SCORES:
-                flags.add("score_out_of_range")
-        elif number in _ALLOWED_SCORES:
-            score = number
-            ok = True
+            return Verdict(float(int(number)), True, judge_score, reason, number not in _ALLOWED_SCORES)
+        if number in _ALLOWED_SCORES:
+            return Verdict(number, True, judge_score, reason)
+    return Verdict(0.0, False, judge_score, reason)
+
+
+def score_item(
+    question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode, repeat: int = 0
+) -> tuple[ItemScore, set[str], int]:
+    """Judge one rubric item (``repeat``: which judge run; two calls when cut off). Returns the item, its flags and the calls."""
+    prompt = fill_judge_prompt(question, rubric_item, answer, mode)
+    asked = ask_judge(judge, [{"role": "user", "content": prompt}], repeat=repeat,
+                      parses=lambda text: read_verdict(text, mode).ok)
+    reply = asked.text
+    flags: set[str] = set(asked.flags)
+    verdict = read_verdict(reply, mode)
+    score, ok, judge_score, reason = verdict.score, verdict.ok, verdict.judge_score, verdict.reason
+    if verdict.out_of_range:
+        flags.add("score_out_of_range")
     if not ok:
         flags.add("parse_error")
 

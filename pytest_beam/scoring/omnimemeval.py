@@ -79,7 +79,8 @@ def read_judge_number(reply: str) -> tuple[float | None, str | None]:
 def _score_one(question: ProbingQuestion, rubric_item: str, answer: str, judge: JudgeModel,
                repeat: int) -> tuple[ItemScore, set[str], int]:
     asked = ask_judge(judge, [{"role": "user", "content": fill_judge_prompt(question.question, rubric_item, answer, "default")}],
-                      repeat=repeat, response_format=None)  # OmniMemEval reads any number, loosely: asked plain
+                      repeat=repeat, response_format=None,  # OmniMemEval reads any number, loosely: asked plain
+                      parses=lambda text: read_judge_number(text)[0] is not None)
     reply = asked.text
     flags = set(asked.flags)
     number, reason = read_judge_number(reply)

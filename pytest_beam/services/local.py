@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..files import file_lock
+from ..files import disk_full, disk_full_text, file_lock
 from . import _process
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
 from .local_config import JVM_OPTIONS, MAIN_CLASS, auth_ini_line, server_settings
@@ -212,14 +212,17 @@ class LocalNeo4jService(Neo4jService):
             base = self.provider.work_dir
             if base is not None:
                 base.mkdir(parents=True, exist_ok=True)
-            self.home = Path(tempfile.mkdtemp(prefix=f"beam-neo4j-{self.label}-", dir=base))
             password = secrets.token_urlsafe(24)
-            for sub in ("conf", "data/dbms", "logs", "run", "plugins", "import"):
-                (self.home / sub).mkdir(parents=True, exist_ok=True)
-            (self.home / "data" / "dbms" / "auth.ini").write_text(auth_ini_line(self.USER, password) + "\n")
+            try:
+                self.home = Path(tempfile.mkdtemp(prefix=f"beam-neo4j-{self.label}-", dir=base))
+                for sub in ("conf", "logs", "run", "plugins", "import"):
+                    (self.home / sub).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._setup_error(exc, base) from None
             _process.register(self)
             try:
                 for attempt in range(self.PORT_ATTEMPTS):
+                    self._fresh_data(password)
                     self.port = free_port()
                     self._write_conf()
                     self._launch(java, classpath)
@@ -244,10 +247,36 @@ class LocalNeo4jService(Neo4jService):
             )
             return self._connection
 
+    def _fresh_data(self, password: str) -> None:
+        """An empty data folder holding only the initial password file, before every launch: a
+        JVM that lost its port to another process (and exited) may have created the system
+        database already, so the next launch starts from nothing, as the first did."""
+        assert self.home is not None
+        data = self.home / "data"
+        shutil.rmtree(data, ignore_errors=True)
+        try:
+            (data / "dbms").mkdir(parents=True, exist_ok=True)
+            (data / "dbms" / "auth.ini").write_text(auth_ini_line(self.USER, password) + "\n")
+        except OSError as exc:
+            raise self._setup_error(exc, self.home) from None
+
     def _write_conf(self) -> None:
         assert self.home is not None and self.port is not None
         settings = server_settings(self.home, self.port, self.provider.pagecache, self.provider.heap)
-        (self.home / "conf" / "neo4j.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        try:
+            (self.home / "conf" / "neo4j.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        except OSError as exc:
+            raise self._setup_error(exc, self.home) from None
+
+    def _setup_error(self, exc: OSError, where: Path | None) -> Neo4jServiceError:
+        """Preparing the server's home failed: a full disk is named as such."""
+        place = where if where is not None else Path(tempfile.gettempdir())
+        if disk_full(exc):
+            what = disk_full_text(place) + _DISK_HINT
+        else:
+            what = f"its home under {place} could not be prepared ({exc.strerror or exc})"
+        return Neo4jServiceError(f"Local Neo4j {self.provider.version} for {self.label!r} failed to start: "
+                                 f"{what}.", label=self.label)
 
     def _launch(self, java: str, classpath: list[str]) -> None:
         assert self.home is not None
@@ -303,15 +332,22 @@ class LocalNeo4jService(Neo4jService):
             code = self.process.poll()
             if code is not None:
                 tail = self.log_tail(80)
+                if self._disk_full():
+                    raise self._start_error(disk_full_text(self.home) + _DISK_HINT)
                 if "Address already in use" in tail or "BindException" in tail:
                     raise _PortTaken()
                 raise self._start_error(f"the JVM exited with code {code} during start")
+            if self._disk_full():  # Neo4j logs it and waits; nothing frees the disk for it
+                raise self._start_error(disk_full_text(self.home) + _DISK_HINT)
             if time.monotonic() > deadline:
                 raise self._start_error(
                     f"no Bolt answer within {self.provider.start_timeout_s:.0f} s "
                     f"(last: {last_error}); raise the start timeout on a slow machine"
                 )
-            if _port_open(self.port):
+            # Only our own JVM's word that it listens on our port makes the port ours: the port
+            # was free when chosen, but another process (another worker's Neo4j starting at the
+            # same time) can bind it first, and our password sent there is refused.
+            if self._bolt_up() and _port_open(self.port):
                 try:
                     with neo4j.GraphDatabase.driver(
                         uri,
@@ -331,6 +367,20 @@ class LocalNeo4jService(Neo4jService):
                 except (Neo4jError, DriverError, OSError) as exc:
                     last_error = f"{type(exc).__name__}: {exc}"[:300]
             time.sleep(0.25)
+
+    def _bolt_up(self) -> bool:
+        """Whether this service's own log says its Bolt connector listens on its port (or that
+        the server started, which it does only after binding it)."""
+        assert self.home is not None
+        text = _tail_file(self.home / "logs" / "neo4j.log", 400)
+        ports = {int(p) for p in _BOLT_ENABLED.findall(text)}
+        return self.port in ports or _STARTED.search(text) is not None
+
+    def _disk_full(self) -> bool:
+        """Whether the server reported a full disk in its logs."""
+        assert self.home is not None
+        logs = self.home / "logs"
+        return any(NO_SPACE in _tail_file(logs / name, 400) for name in ("neo4j.log", "console.log", "debug.log"))
 
     def _start_error(self, what: str) -> Neo4jServiceError:
         return Neo4jServiceError(
@@ -392,3 +442,10 @@ class LocalNeo4jService(Neo4jService):
 
 class _PortTaken(Exception):
     pass
+
+
+NO_SPACE = "No space left on device"
+_DISK_HINT = ("; Neo4j keeps its store there: free space on that disk, or give the run a results folder "
+              "on another one (--beam-results; the local Neo4j homes live under it)")
+_BOLT_ENABLED = re.compile(r"Bolt enabled on \S*:(\d+)")
+_STARTED = re.compile(r"\bINFO\s+Started\.\s*$", re.MULTILINE)

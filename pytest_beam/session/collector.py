@@ -1,9 +1,11 @@
 """Gathers a run's results in this process; the controller (or the only process) writes the record.
 
 Per question, data rides on `report.user_properties` (xdist copies those to the controller).
-An xdist worker also keeps its part of the run (usage, graph stats, results) on disk in the run
-folder, rewritten whole after every model call and every result, so the controller merges every
-worker's part from files at the end, even when a worker was interrupted or killed.
+An xdist worker also keeps its part of the run (graph stats, results) on disk in the run folder,
+rewritten whole after every ingest and every result; and every process journals its model calls
+as each request goes out and as each call ends (`llm.UsageJournal`). The controller merges every
+worker's part and folds every journal at the end, even when a worker was interrupted or killed:
+the record's usage is then what the endpoint was sent, calls in flight at the end included.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import shutil
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files import atomic_write
@@ -40,6 +43,8 @@ class RunCollector:
         self.record: RunRecord | None = None
         self.interrupted_by: str | None = None  # a signal's name, when one ended the run
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
+        self.record_path: Path | None = None  # where finish wrote the record
+        self.write_line: str | None = None  # set by finish when the record could not go where asked
         self.judge_check: SessionJudgeCheck | None = None  # the judge's calibration, when the run made one
         self.parts = session.run_dir / "parts"
         self._lock = threading.RLock()  # model calls persist from the client's threads
@@ -51,8 +56,8 @@ class RunCollector:
         if not self.session.is_worker:
             return
         with self._lock:
-            part = {"ingest": self.ingest, "services": self.services, "meter": self._own_meter(),
-                    "questions": self.questions, "relay": self._own_relay()}
+            part = {"ingest": self.ingest, "services": self.services, "questions": self.questions,
+                    "relay": self._own_relay()}
             atomic_write(self.parts / f"{self.session.process_name}.json", json.dumps(part, default=str))
 
     def add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
@@ -66,6 +71,12 @@ class RunCollector:
             "entities_by_type": dict(report.entities_by_type), "relations_by_type": dict(report.relations_by_type),
             "seconds": round(report.seconds, 3), "usage": usage, "notes": list(report.notes),
         }
+
+    def add_failed_ingest(self, conversation_id: str, seconds: float, usage: dict[str, Any], error: str) -> None:
+        """An ingest that raised or was interrupted: its time and the calls it made are kept."""
+        with self._lock:
+            self.ingest[conversation_id] = {"failed": error, "seconds": round(seconds, 3), "usage": usage}
+            self.persist()
 
     def note_service(self, conversation_id: str, provider: str) -> None:
         with self._lock:
@@ -92,10 +103,8 @@ class RunCollector:
             entry["outcome"] = _outcome(report)
             if report.outcome != "passed" and entry["outcome"] in ("error", "skipped"):
                 entry["error"] = _short(report)
-
-    def _own_meter(self) -> dict[str, dict[str, Any]]:
-        runtime = self.session.runtime
-        return runtime.usage() if runtime is not None else {}
+            elif report.when == "call":
+                entry.pop("error", None)  # run again after a crashed worker: the new verdict stands alone
 
     def _own_relay(self) -> dict[str, dict[str, int]]:
         runtime = self.session.runtime
@@ -104,14 +113,18 @@ class RunCollector:
     # ------------------------------------------------------------ controller
 
     def merge_parts(self) -> None:
-        """Every worker's part, as its last write left it (a worker that died keeps what it wrote)."""
-        from ..results.collect import add_usage
+        """Every worker's part, as its last write left it (a worker that died keeps what it wrote),
+        and every process's journal of model calls, this one's included."""
+        from ..llm import read_journals
 
+        self.meter = {role: usage.to_dict() for role, usage in
+                      read_journals(sorted(self.parts.glob("*.usage.jsonl"))).items()}
         for path in sorted(self.parts.glob("*.json")):
             part = json.loads(path.read_text(encoding="utf-8"))
-            self.ingest.update(part.get("ingest", {}))
+            for cid, info in part.get("ingest", {}).items():
+                if "failed" not in info or cid not in self.ingest:  # a finished ingest wins over a failed one
+                    self.ingest[cid] = info
             self.services.update(part.get("services", {}))
-            add_usage(self.meter, part.get("meter", {}))
             add_usage(self.relay, part.get("relay", {}))
             for qid, entry in part.get("questions", {}).items():
                 mine = self.questions.setdefault(qid, entry)  # the controller's reports win
@@ -128,28 +141,52 @@ class RunCollector:
         self.cap_line = self._stopped_by_cap()
         if self.cap_line and exitstatus == pytest.ExitCode.OK:
             exitstatus = int(pytest.ExitCode.USAGE_ERROR)
-        own = self._own_meter()
-        spent = any(any(v for k, v in row.items() if k.endswith("calls")) for row in self.meter.values()) or any(
-            any(v for k, v in row.items() if k.endswith("calls")) for row in own.values())
+        spent = any(row.get(k) for row in self.meter.values()
+                    for k in ("calls", "cached_calls", "replayed_calls", "abandoned", "errors"))
         ran = any(q.get("outcome") not in (None, "skipped") for q in self.questions.values())
         if not self.ingest and not spent and not ran:
             # nothing ran (everything skipped or deselected): no record, and no folder left
             # holding only workers' parts and progress logs
             shutil.rmtree(session.run_dir, ignore_errors=True)
             return exitstatus
-        add_usage(self.meter, own)
         add_usage(self.relay, self._own_relay())
         check = self.judge_check
-        if check is not None and check.usage:
+        if check is not None and check.usage:  # made on the controller by its own client, before the questions
             add_usage(self.meter, {"judge check": _one_row(check.usage)})
         self.record = build_record(
             run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
             interrupted_by=self.interrupted_by, systems=session.systems, relay=self.relay,
             judge_check=check.check if check else None, judge_check_error=check.error if check else None)
-        write_run(session.run_dir, self.record, html=session.settings.html)
+        try:
+            self.record_path = write_run(session.run_dir, self.record, html=session.settings.html)
+        except OSError as exc:
+            self.record_path, self.write_line = self._write_elsewhere(exc)
+            if exitstatus == pytest.ExitCode.OK:
+                exitstatus = int(pytest.ExitCode.INTERNAL_ERROR)  # the record is not where it was asked for
+            return exitstatus
         shutil.rmtree(self.parts, ignore_errors=True)
         return exitstatus
+
+    def _write_elsewhere(self, exc: OSError) -> tuple[Path | None, str]:
+        """The record could not be written into the run's folder (a full disk, most often): write it
+        under the temporary folder instead, so nothing measured is lost, and say so in one line."""
+        import tempfile
+
+        from ..files import disk_full, disk_full_text
+        from ..results.collect import write_run
+
+        run_dir = self.session.run_dir
+        why = disk_full_text(run_dir) if disk_full(exc) else f"{exc.strerror or exc} ({exc.filename or run_dir})"
+        line = f"pytest-beam: the record could not be written to {run_dir}: {why}"
+        fallback = Path(tempfile.gettempdir()) / "pytest-beam-records" / self.session.run_id
+        assert self.record is not None
+        try:
+            path = write_run(run_dir, self.record, html=self.session.settings.html, target=fallback)
+        except OSError as again:
+            more = disk_full_text(fallback) if disk_full(again) else f"{again.strerror or again}"
+            return None, f"{line}; nor to {fallback}: {more}. The record is lost; the run's parts stay in {run_dir}"
+        return path, f"{line}; it was written to {path} instead"
 
     def _stopped_by_cap(self) -> str | None:
         """One line when every question of the run was skipped and the spend cap skipped them; a
@@ -181,9 +218,11 @@ class RunCollector:
             terminalreporter.write_line(f"answer changed: {qid}")
             for line in str(diff).splitlines():
                 terminalreporter.write_line("    " + line)
-        terminalreporter.write_line(f"record: {self.session.run_dir / 'record.json'}")
-        if self.cap_line:
-            terminalreporter.write_line(self.cap_line, red=True, bold=True)
+        if self.record_path is not None:
+            terminalreporter.write_line(f"record: {self.record_path}")
+        for line in (self.write_line, self.cap_line):
+            if line:
+                terminalreporter.write_line(line, red=True, bold=True)
 
 
 def _one_row(usage: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -33,6 +33,12 @@ def beam_conversation(request: pytest.FixtureRequest, beam_runtime: Runtime) -> 
 
 
 @pytest.fixture
-def beam_outcome(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_runtime: Runtime) -> Outcome:
-    """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score."""
-    return beam_runtime.answer_and_score(beam_question, beam_conversation)
+def beam_outcome(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_runtime: Runtime,
+                 request: pytest.FixtureRequest) -> Outcome:
+    """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score. An answer
+    whose judging failed still goes on the item (so into the record), unscored."""
+    from .outcome import record_unjudged
+
+    return beam_runtime.answer_and_score(
+        beam_question, beam_conversation,
+        unjudged_answer=lambda outcome: record_unjudged(outcome, request.node.user_properties))

@@ -23,9 +23,13 @@ PROPERTY_PREFIX = "beam_"
 def question_result(outcome: Outcome) -> dict[str, Any]:
     """The JSON-able result of one question, carried to the controller and the record."""
     q, answer, score = outcome.question, outcome.answer, outcome.score
-    flags = sorted(set(answer.flags) | set(score.flags) | ({"known_bad_rubric"} if q.known_bad_rubric else set()))
-    value = 0.0 if NO_ANSWER_FLAGS & set(answer.flags) else score.score
-    detail = score.model_dump(mode="json") if hasattr(score, "model_dump") else dict(score.__dict__)
+    flags = sorted(set(answer.flags) | set(score.flags if score is not None else ())
+                   | ({"known_bad_rubric"} if q.known_bad_rubric else set()))
+    if score is None:  # answered, but judging it failed: no score, the answer kept
+        value, detail = None, {}
+    else:
+        value = 0.0 if NO_ANSWER_FLAGS & set(answer.flags) else score.score
+        detail = score.model_dump(mode="json") if hasattr(score, "model_dump") else dict(score.__dict__)
     return {
         "id": q.id, "conversation_id": q.conversation_id, "ability": q.ability, "index": q.index,
         "question": q.question, "answer": answer.text, "score": value,
@@ -43,6 +47,12 @@ def question_result(outcome: Outcome) -> dict[str, Any]:
         "retrieved_message_ids": sorted(answer.retrieved_message_ids), "trace": answer.trace,
         "context_tokens": answer.context_tokens, "system": outcome.system,
     }
+
+
+def record_unjudged(outcome: Outcome, user_properties: list[tuple[str, object]]) -> None:
+    """An answer whose judging failed (the question errors): its result without a score goes on
+    the item, so the record keeps the answer and what it cost, for ``rejudge`` to score later."""
+    _record(question_result(outcome), lambda name, value: user_properties.append((name, value)))
 
 
 def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tuple[str, object]],

@@ -1,7 +1,7 @@
 """Known infrastructure errors as one short, complete line per question.
 
-An endpoint that went down, a Neo4j that cannot start or died, BEAM data that is missing: the
-harness knows these, and their message already names the cause and the fix. Their traceback
+An endpoint that went down, a Neo4j that cannot start or died, BEAM data that is missing, a full
+disk: the harness knows these, and their message already names the cause and the fix. Their traceback
 (the harness's own frames, ~95 lines) helps nobody, and pytest's short summary cuts the message
 off at the terminal's width. So the report of such a question carries the message alone (its
 first line, with a note when there is more), unless `--tb=long` or `--full-trace` asks for all
@@ -23,10 +23,12 @@ def known_problem(exc: BaseException | None) -> BaseException | None:
     from ..llm.errors import CassetteError, CassetteMiss, ModelEndpointError
     from ..services.base import Neo4jServiceError
 
+    from ..files import disk_full
+
     known = (ModelEndpointError, CassetteMiss, CassetteError, Neo4jServiceError, BeamDataError)
     seen = 0
     while exc is not None and seen < 8:
-        if isinstance(exc, known):
+        if isinstance(exc, known) or disk_full(exc):  # a full disk: "No space left on device: PATH"
             return exc
         exc = exc.__cause__ or exc.__context__
         seen += 1

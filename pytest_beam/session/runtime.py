@@ -46,20 +46,25 @@ class Outcome:
 
     question: ProbingQuestion
     answer: SystemAnswer
-    score: QuestionScore
+    score: QuestionScore | None  # None: the answer was given but judging it failed
     usage: dict[str, dict[str, Any]]
     seconds: dict[str, float] = field(default_factory=dict)
     evidence_recall: float | None = None
     system: str | None = None  # the answering memory system's name
 
 
+def usage_journal(run_dir: Path, process_name: str) -> Path:
+    """Where a process of the run journals its model calls (``llm.UsageJournal``); the controller
+    folds them all into the record's usage (``collector.RunCollector.finish``)."""
+    return run_dir / "parts" / f"{process_name}.usage.jsonl"
+
+
 class TraceWriter:
     """Appends every model call and agent step to this process's part of the run's trace."""
 
-    def __init__(self, path: Path, secrets: tuple[str, ...], after: Callable[[], None] | None = None) -> None:
+    def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
         self.path = path
         self.secrets = secrets
-        self.after = after  # run after each event: the collector keeps this process's part current
         self.context: dict[str, Any] = {}
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,8 +75,6 @@ class TraceWriter:
             line = line.replace(secret, "***")
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
-        if self.after is not None:
-            self.after()
 
 
 class Runtime:
@@ -88,15 +91,15 @@ class Runtime:
         self._models: ModelClient | None = None
         self._relay: ModelRelay | None = None
         self.trace = TraceWriter(session.run_dir / f"trace-{session.process_name}.jsonl",
-                                 (self.settings.api_key,) if self.settings.api_key else (),
-                                 after=session.collector.persist if session.collector is not None else None)
+                                 (self.settings.api_key,) if self.settings.api_key else ())
 
     # ------------------------------------------------------------ model client
 
     @property
     def models(self) -> ModelClient:
         if self._models is None:
-            from ..llm import Budget, Cassette, EndpointConfig, FileBudget, Meter, ModelClient, ResponseCache, RoleModels
+            from ..llm import (Budget, Cassette, EndpointConfig, FileBudget, Meter, ModelClient, ResponseCache,
+                               RoleModels, UsageJournal)
 
             s = self.settings
             roles = s.role_models()
@@ -114,7 +117,7 @@ class Runtime:
                                max_retries=s.max_retries, concurrency=s.concurrency, identity=s.endpoint_identity),
                 RoleModels(agent=roles["agent"], extraction=roles["extraction"],
                            resolution=roles["resolution"], judge=roles["judge"]),
-                meter=Meter(),
+                meter=Meter(journal=UsageJournal(usage_journal(self.session.run_dir, self.session.process_name))),
                 cache=ResponseCache(s.cache) if s.cache else None,
                 cassette=cassette,
                 budget=budget,
@@ -154,10 +157,6 @@ class Runtime:
     @property
     def meter(self) -> Meter:
         return self.models.meter
-
-    def usage(self) -> dict[str, dict[str, Any]]:
-        """What this process's model client has metered so far; nothing if it was never built."""
-        return self._models.meter.to_dict() if self._models is not None else {}
 
     def say(self, line: str) -> None:
         """A progress line the user sees while a fixture runs, with or without xdist.
@@ -246,8 +245,11 @@ class Runtime:
         started = time.monotonic()
         try:
             report = system.ingest(documents)
-        except Exception as exc:
-            if _is_budget(exc):
+        except BaseException as exc:  # Ctrl-C included: the time and the calls it took are kept
+            if not isinstance(exc, pytest.skip.Exception):  # a system that skips has not failed
+                self.session.collector.add_failed_ingest(key, time.monotonic() - started,
+                                                         _usage_dict(self.meter.since(before)), _failure_line(exc))
+            if isinstance(exc, Exception) and _is_budget(exc):
                 self.cap_reason = str(exc)
                 system.close()
                 pytest.skip(f"spend cap reached during ingest: {exc}")
@@ -284,7 +286,11 @@ class Runtime:
 
     # ------------------------------------------------------------ one question
 
-    def answer_and_score(self, question: ProbingQuestion, conversation: ConversationRun) -> Outcome:
+    def answer_and_score(self, question: ProbingQuestion, conversation: ConversationRun,
+                         unjudged_answer: Callable[[Outcome], None] | None = None) -> Outcome:
+        """The system's answer and its score. When judging fails after the answer was given, the
+        answer is handed to ``unjudged_answer`` (an Outcome without a score) before the error
+        propagates, so the record keeps it and ``pytest-beam rejudge`` can score it later."""
         if self.cap_reason:
             pytest.skip(f"spend cap reached: {self.cap_reason}")
         from ..scoring import evidence_recall, score_question
@@ -293,6 +299,8 @@ class Runtime:
         seconds: dict[str, float] = {}
         system_name = conversation.system_name
         self.trace.context = {"question": question.id, "phase": "agent", "system": system_name}
+        answer: SystemAnswer | None = None
+        judging: float | None = None  # when the judge phase started
         try:
             started = time.monotonic()
             answer = conversation.system.answer(question.for_system())
@@ -302,12 +310,18 @@ class Runtime:
                 score = unjudged(question, self.settings.scorer)  # nothing to judge: no call paid for it
             else:
                 self.trace.context = {"question": question.id, "phase": "judge", "system": system_name}
-                started = time.monotonic()
+                judging = time.monotonic()
                 score = score_question(question, answer.text, self.models, mode=self.settings.scorer,
                                        judge_runs=self.settings.judge_runs)
-                seconds["judge"] = time.monotonic() - started
-        except Exception as exc:
-            if _is_budget(exc):
+                seconds["judge"] = time.monotonic() - judging
+        except BaseException as exc:
+            if answer is not None and unjudged_answer is not None:
+                if judging is not None:
+                    seconds["judge"] = time.monotonic() - judging
+                recall = evidence_recall(question.source_message_ids, answer.retrieved_message_ids)
+                unjudged_answer(Outcome(question, answer, None, _usage_dict(self.meter.since(before)), seconds,
+                                        recall, system_name))
+            if isinstance(exc, Exception) and _is_budget(exc):
                 self.cap_reason = str(exc)
                 pytest.skip(f"spend cap reached: {exc}")
             raise
@@ -331,6 +345,14 @@ def _is_budget(exc: BaseException) -> bool:
     from ..llm import BudgetExceeded
 
     return isinstance(exc, BudgetExceeded)
+
+
+def _failure_line(exc: BaseException) -> str:
+    """What stopped an ingest, in one line (the type kept: a reader filters on it)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}"[:500]
 
 
 def _usage_dict(snapshot: Any) -> dict[str, dict[str, Any]]:

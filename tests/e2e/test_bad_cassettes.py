@@ -82,3 +82,25 @@ def test_a_cassette_of_another_question_set_says_so(tmp_path, beam_data_dir):
     assert "recorded on a different question set: " in other.stdout, other.stdout[-4000:]
     assert "--beam-mode was 'lite' when recorded, 'full' in this run" in other.stdout
     assert "--beam-conversations was None when recorded, '1' in this run" in other.stdout
+
+
+@pytest.mark.neo4j
+def test_a_full_set_cassette_replayed_in_a_lite_run_says_so(tmp_path, beam_data_dir):
+    """The issue's own direction: a cassette recorded on the full set (here one question of
+    conversation 17, so its whole conversation is ingested) replayed in a lite run, whose slices
+    ask other requests; it said 'This run's settings match the recording's'."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
+    cassette = tmp_path / "full.jsonl"
+    with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
+        recorded = beam(tmp_path, beam_data_dir, f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+                        "--beam-record-mode=all", f"--beam-cassette={cassette}", "--beam-conversations=17",
+                        "--beam-max-calls=100000", "--beam-max-tokens=100000000", "--beam-pass-score=0",
+                        "-k", "conv17:information_extraction:0")
+    assert recorded.returncode == 0, recorded.stdout[-4000:] + recorded.stderr[-2000:]
+    lite = beam(tmp_path, beam_data_dir, "--beam-record-mode=none", f"--beam-cassette={cassette}",
+                "--beam-mode=lite", "-x")
+    assert lite.returncode != 0, lite.stdout[-4000:]
+    assert "This run's settings match" not in lite.stdout, lite.stdout[-4000:]
+    assert "recorded on a different question set: " in lite.stdout, lite.stdout[-4000:]
+    assert "--beam-mode was 'full' when recorded, 'lite' in this run" in lite.stdout
+    assert "--beam-conversations was '17' when recorded, None in this run" in lite.stdout

@@ -64,15 +64,36 @@ def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_da
 
 
 @pytest.mark.neo4j
-def test_a_cap_that_stops_every_question_is_not_a_green_run(project, beam_data_dir):
-    """Issue 32 item 3: every question skipped by the cap exited 0, so CI saw green. The run
-    measured nothing: it exits non-zero with one line saying the cap stopped every question."""
+@pytest.mark.parametrize("cap", ["--beam-max-calls=13", "--beam-max-tokens=25000"], ids=["calls", "tokens"])
+def test_a_cap_that_stops_every_question_is_not_a_green_run(project, beam_data_dir, cap):
+    """Issue 32 item 3: every question skipped by the call or the token cap exited 0, so CI saw
+    green. The run measured nothing: it exits non-zero with one line saying the cap stopped every
+    question. (25,000 tokens is above the lite estimate, 21,269, so the run starts; the looping
+    agent's first question passes it.)"""
     with ScriptedModelServer(responder=LoopingAgent()) as server:
-        proc = beam(project, server, beam_data_dir, "--beam-max-calls=13", "--beam-agent-steps=12")
+        proc = beam(project, server, beam_data_dir, cap, "--beam-agent-steps=12")
     out = proc.stdout + proc.stderr
     assert "2 skipped" in proc.stdout and "passed" not in proc.stdout.splitlines()[-1], out[-4000:]
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out[-4000:]
     (line,) = [ln for ln in out.splitlines() if "stopped every question" in ln]
-    assert "--beam-max-calls=13" in line and "2 of 2" in line, line
+    assert cap in line and "2 of 2" in line, line
     record = json.loads(next((project / "results").glob("*/record.json")).read_text())
     assert record["partial"] is True and record["exit_status"] == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.neo4j
+def test_the_record_counts_the_agent_steps_the_flag_allows(project, beam_data_dir):
+    """Issue 32 item 10: with --beam-agent-steps=12 a looping agent made 12 calls with tools and
+    one more without, and the record said agent_steps 13. The default tool mode (auto) is used,
+    as a user runs it; the answer the last call gave is kept, flagged limit_reached."""
+    with ScriptedModelServer(responder=LoopingAgent()) as server:
+        proc = beam(project, server, beam_data_dir, "--beam-agent-steps=12", "--beam-pass-score=0",
+                    "--beam-snapshot=off")
+        agent_requests = [r for r in server.chat_requests if "Question:" in json.dumps(r.body)
+                          and "You are an expert evaluator" not in json.dumps(r.body)]
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    record = json.loads(next((project / "results").glob("*/record.json")).read_text())
+    assert [q["agent_steps"] for q in record["questions"]] == [12, 12]
+    assert [q["usage"]["agent"]["calls"] for q in record["questions"]] == [12, 12]
+    assert len(agent_requests) == 24
+    assert all("limit_reached" in q["flags"] for q in record["questions"])

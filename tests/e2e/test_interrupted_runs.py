@@ -1,12 +1,14 @@
-"""Every run that started writes its record, holding every model call paid for: on Ctrl-C, on
-SIGTERM and when every ingest fails, in one process and under xdist.
+"""Every run that started writes its record, holding every request the endpoint was sent: on
+Ctrl-C, on SIGTERM and when every ingest fails, in one process and under xdist.
 
 The scripted model answers the first calls, then holds every further call at a gate: once each
 process of the run waits there, every call it was paid for has been metered (one request in
 flight per process, --beam-concurrency=1), and the test sends the signal. The record must appear
 while the held calls are still held (a call in flight is abandoned, not waited out: an embedded
-model's call can take minutes); the gate then drops them (a connection error is not a paid
-call), so the record's count is exact.
+model's call can take minutes); the gate then drops them. The record counts the answered calls
+as calls and the held ones as abandoned (sent, never answered, tokens unknown), so its requests
+equal the endpoint's count exactly; with no call answered at all (Ctrl-C before the first reply,
+issue 32 item 4) the run still writes its record and summary.
 """
 
 from __future__ import annotations
@@ -61,13 +63,13 @@ class GatedModel(ScriptedBeamModel):
             assert self.changed.wait_for(predicate, timeout=600), what
 
 
-def start(tmp_path, server, beam_data_dir, select: str, workers: int | None):
+def start(tmp_path, server, beam_data_dir, select: str, workers: int | None, *extra: str):
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
     cmd = [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
            "-k", select, f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}",
            "--beam-model=scripted", "--beam-neo4j=local", "--beam-cache=off", "--beam-max-retries=0",
            "--beam-concurrency=1", "--beam-timeout=600", f"--beam-results={tmp_path / 'results'}",
-           "--beam-max-calls=100000", "--beam-max-tokens=100000000", "--beam-snapshot=off"]
+           "--beam-max-calls=100000", "--beam-max-tokens=100000000", "--beam-snapshot=off", *extra]
     if workers:
         cmd += ["-n", str(workers)]
     return subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -92,10 +94,20 @@ def calls(record: dict) -> int:
     return sum(row.get("calls", 0) for row in record["usage"].values())
 
 
+def usage(record: dict, key: str) -> int:
+    return sum(row.get(key, 0) for row in record["usage"].values())
+
+
+def requests(record: dict) -> int:
+    """What the record says the endpoint was sent."""
+    return usage(record, "calls") + usage(record, "retries") + usage(record, "abandoned")
+
+
 @pytest.mark.parametrize("workers", [None, 2], ids=["one-process", "xdist"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_an_interrupted_run_writes_a_record_with_every_paid_call(tmp_path, beam_data_dir, workers, signum):
-    model = GatedModel(PAID)
+@pytest.mark.parametrize("paid", [PAID, 0], ids=["after-paid-calls", "before-any-reply"])
+def test_an_interrupted_run_writes_a_record_with_every_paid_call(tmp_path, beam_data_dir, workers, signum, paid):
+    model = GatedModel(paid)
     processes = 2 if workers else 1
     with ScriptedModelServer(responder=model) as server:
         proc = start(tmp_path, server, beam_data_dir, "conv17 or conv4" if workers else "conv17", workers)
@@ -115,10 +127,14 @@ def test_an_interrupted_run_writes_a_record_with_every_paid_call(tmp_path, beam_
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        sent = server.request_count
     record = the_record(tmp_path)
     assert record["partial"] is True and record["partial_reason"].startswith("interrupted"), out[-3000:]
-    assert calls(record) == PAID, (record["usage"], out[-3000:])
-    assert "pytest-beam summary" in out
+    assert calls(record) == paid, (record["usage"], out[-3000:])
+    assert usage(record, "abandoned") == processes == sent - paid  # held at the gate when the run stopped
+    assert requests(record) == sent
+    assert record["phase_seconds"]["ingest"] > 0  # issue 32 item 5: an ingest cut short took time
+    assert "pytest-beam summary" in out and f"{processes} abandoned in flight" in out, out[-3000:]
 
 
 @pytest.mark.parametrize("workers", [None, 2], ids=["one-process", "xdist"])
@@ -127,9 +143,89 @@ def test_a_run_whose_every_ingest_fails_writes_its_record_and_summary(tmp_path, 
     with ScriptedModelServer(responder=model) as server:
         proc = start(tmp_path, server, beam_data_dir, "conv17 or conv4", workers)
         out, _ = proc.communicate(timeout=900)
+        sent = server.request_count
     assert proc.returncode == 1, out[-3000:]
     record = the_record(tmp_path)
     assert record["partial"] is True and record["partial_reason"] == "a conversation's ingest did not finish"
-    assert calls(record) == PAID, (record["usage"], out[-3000:])
+    # every request the endpoint got: the answered ones, and each refused one as a call that failed
+    assert requests(record) == sent and calls(record) - usage(record, "errors") == PAID, (record["usage"], sent)
     assert {q["outcome"] for q in record["questions"]} == {"error"} and len(record["questions"]) == 40
-    assert "pytest-beam summary" in out
+    # issue 32 item 5: each failed ingest keeps the time it took (the record said ingest 0.0 s)
+    assert sorted(record["graph"]) == ["17", "4"] and all(g["failed"] for g in record["graph"].values())
+    assert all(g["seconds"] > 0 for g in record["graph"].values())
+    assert record["phase_seconds"]["ingest"] == pytest.approx(sum(g["seconds"] for g in record["graph"].values()))
+    assert "pytest-beam summary" in out and "17 (failed)" in out
+
+
+class DropThenServe(ScriptedBeamModel):
+    """Answers the first calls, holds every further one at a gate; once opened, the held calls are
+    dropped (no reply) and every later call is answered."""
+
+    def __init__(self, paid: int) -> None:
+        super().__init__()
+        self.paid = paid
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.answered = self.waiting = 0
+        self.gate = threading.Event()
+
+    def __call__(self, body):
+        with self.lock:
+            hold = not self.gate.is_set() and self.answered >= self.paid
+            if hold:
+                self.waiting += 1
+                self.changed.notify_all()
+            else:
+                self.answered += 1
+        if hold:
+            self.gate.wait(600)
+            return Reply.disconnect()
+        return super().__call__(body)
+
+
+def _worker_running(tmp_path, label: str) -> int:
+    """The pid of the xdist worker whose Neo4j JVM serves `label` (the JVM's home is under tmp_path)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().decode(errors="replace")
+            stat = open(f"/proc/{entry}/stat").read()
+        except OSError:
+            continue
+        if f"beam-neo4j-{label}-" in cmdline and str(tmp_path) in cmdline:
+            return int(stat.rsplit(")", 1)[1].split()[1])  # its parent: the worker that started it
+    raise AssertionError(f"no JVM of {label} under {tmp_path}")
+
+
+def test_a_worker_killed_with_kill_9_leaves_every_request_it_sent_in_the_record(tmp_path, beam_data_dir):
+    """Issue 32 item 5: after kill -9 of one worker the record metered fewer calls than the endpoint
+    answered (the dead worker's calls in flight, and all it had made when its usage lived only in
+    its memory). Every process journals each request as it goes out and each call as it ends; the
+    record folds the journals, the dead worker's included: its held call is abandoned, the other
+    worker's held call is retried (a dropped connection), the replacement worker ingests conv17
+    again, and the record's requests equal the endpoint's count."""
+    model = DropThenServe(paid=60)
+    with ScriptedModelServer(responder=model) as server:
+        proc = start(tmp_path, server, beam_data_dir, "conv17 or conv4", 2, "--beam-max-retries=1",
+                     "--beam-pass-score=0")
+        try:
+            with model.changed:
+                assert model.changed.wait_for(lambda: model.waiting >= 2, timeout=600), "both workers at the gate"
+            os.kill(_worker_running(tmp_path, "conv17"), signal.SIGKILL)
+            time.sleep(1)
+            model.gate.set()  # the dead worker's call is never answered; the other one's is retried
+            out, _ = proc.communicate(timeout=900)
+        finally:
+            model.gate.set()
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        sent = server.request_count
+        answered = sum(r.status == 200 for r in server.requests)
+    assert proc.returncode == 1 and "crashed" in out, out[-3000:]  # the question the worker was on
+    record = the_record(tmp_path)
+    assert requests(record) == sent, (record["usage"], sent)
+    assert calls(record) - usage(record, "errors") == answered
+    assert usage(record, "abandoned") == 1 and usage(record, "retries") == 1
+    assert "requests sent: " in out and "1 abandoned in flight" in out

@@ -312,6 +312,55 @@ def test_a_header_only_cassette_takes_the_settings_the_session_settled_on(tmp_pa
     assert Cassette.refresh_header(foreign, RECORDED) is False and foreign.read_text() == '{"not": "a header"}\n'
 
 
+def test_a_reply_the_caller_cannot_use_is_not_cached(model_server, make_client, tmp_path):
+    """Issue 32 item 6: a cut extraction (invalid for its schema after the one retry) was stored
+    in the response cache, so the next run replayed the failure instead of asking again."""
+    from pytest_beam.llm import StructuredOutputError
+
+    cut = '{"score": '  # a reply cut off by its token cap
+    model_server.script(Reply.say(cut, finish_reason="length"), Reply.say(cut, finish_reason="length"))
+    client = make_client(model_server, cache=ResponseCache(tmp_path / "cache"))
+    with pytest.raises(StructuredOutputError):
+        client.structured(role="judge", messages=[{"role": "user", "content": "score it"}], schema=Verdict)
+    assert len(client.cache) == 0
+    model_server.script(Reply.say('{"score": 1}'), Reply.say("never asked"))
+    again = make_client(model_server, cache=ResponseCache(tmp_path / "cache"))  # the next run
+    result = again.structured(role="judge", messages=[{"role": "user", "content": "score it"}], schema=Verdict)
+    assert result.value.score == 1 and not result.cached and model_server.request_count == 3
+    assert len(again.cache) == 1  # a valid reply is kept: a third run pays nothing
+    third = make_client(model_server, cache=ResponseCache(tmp_path / "cache"))
+    assert third.structured(role="judge", messages=[{"role": "user", "content": "score it"}], schema=Verdict).cached
+    assert model_server.request_count == 3
+
+
+def test_a_cached_reply_the_caller_cannot_use_is_asked_again(model_server, make_client, tmp_path):
+    """A cache written before this rule (or by a caller that accepted anything) holds a garbage
+    reply: a caller that cannot use it gets it asked again, and the good reply takes its place."""
+    cache = ResponseCache(tmp_path / "cache")
+    model_server.script(Reply.say("garbage"), Reply.say('{"score": 1}'))
+    first = make_client(model_server, cache=cache).chat(role="judge", messages=MSGS)  # accepts anything
+    assert first.text == "garbage" and len(cache) == 1
+    client = make_client(model_server, cache=ResponseCache(tmp_path / "cache"))
+    result = client.chat(role="judge", messages=MSGS, accept=lambda text: "score" in (text or ""))
+    assert result.text == '{"score": 1}' and not result.cached and model_server.request_count == 2
+    again = client.chat(role="judge", messages=MSGS, accept=lambda text: "score" in (text or ""))
+    assert again.cached and again.text == '{"score": 1}' and model_server.request_count == 2
+
+
+def test_a_garbage_verdict_is_asked_again_by_the_next_run(model_server, make_client, tmp_path):
+    """Issue 32 item 6, the judge: a verdict that does not parse scores 0 with parse_error, and is
+    not cached: the next run's judge call goes to the endpoint again."""
+    from pytest_beam.scoring.judge import score_item
+
+    model_server.script(Reply.say("It looks fine to me."), Reply.say('{"score": 1, "reason": "named"}'))
+    item, flags, _ = score_item("Q?", "names the city", "Lisbon", make_client(
+        model_server, cache=ResponseCache(tmp_path / "cache")), "default")
+    assert item.score == 0 and "parse_error" in flags
+    item, flags, _ = score_item("Q?", "names the city", "Lisbon", make_client(
+        model_server, cache=ResponseCache(tmp_path / "cache")), "default")
+    assert item.score == 1 and not flags and model_server.request_count == 2
+
+
 def test_the_embedded_model_on_a_new_port_is_still_the_same_endpoint_to_the_cache(model_server_factory, make_client,
                                                                                  tmp_path):
     """The embedded model listens on a free port picked at every start: keyed by its URL, the

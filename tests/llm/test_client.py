@@ -100,7 +100,8 @@ def test_500_until_the_last_retry_is_a_clear_error(model_server, make_client):
     for part in (model_server.base_url, "agent-model", "500", "agent", "5 attempt"):
         assert part in message
     usage = client.meter.snapshot()["agent"]
-    assert (usage.calls, usage.errors) == (0, 1)
+    # issue 32 item 5: the endpoint was sent 5 requests; the meter said calls 0, retries 0, errors 1
+    assert (usage.calls, usage.retries, usage.errors) == (1, 4, 1) and usage.requests == 5
 
 
 def test_other_4xx_is_not_retried(model_server, make_client):

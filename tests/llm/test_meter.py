@@ -52,3 +52,72 @@ def test_meter_is_thread_safe():
     for t in threads:
         t.join()
     assert meter.snapshot()["agent"].calls == 8000 and meter.total().prompt_tokens == 8000
+
+
+# ---- the journal: what the endpoint was sent, whatever happens to the process -----------------
+
+KILLED_CLIENT = """
+import sys, threading
+from pytest_beam.llm import EndpointConfig, Meter, ModelClient, RoleModels, UsageJournal
+client = ModelClient(EndpointConfig(base_url=sys.argv[1], max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01),
+                     RoleModels(agent="m"), meter=Meter(journal=UsageJournal(sys.argv[2])))
+client.chat(role="agent", messages=[{"role": "user", "content": "answered"}])
+client.chat(role="agent", messages=[{"role": "user", "content": "held"}])  # killed while this one is out
+"""
+
+
+def test_a_killed_process_leaves_every_request_it_sent_in_its_journal(model_server, tmp_path):
+    """Issue 32 item 5: a worker killed with kill -9 took its usage with it. The journal is
+    written as each request goes out and as each call ends, so what the endpoint was sent is
+    all there: a call answered, and one whose reply never came (its retry included)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pytest_beam.llm import read_journals
+    from tests.model_server import Reply
+
+    gate = threading.Event()
+    held = []
+
+    def respond(body):
+        if "held" in json.dumps(body):
+            held.append(1)
+            if len(held) == 1:
+                return Reply.fail(503, "busy")  # one retry before the request that hangs
+            gate.wait(60)
+            return Reply.disconnect()
+        return "fine"
+
+    model_server.responder = respond
+    journal = tmp_path / "gw0.usage.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, model_server.base_url, str(journal)])
+    try:
+        deadline = time.monotonic() + 60
+        while len(held) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        gate.set()
+    usage = read_journals([journal])["agent"]
+    assert model_server.request_count == 3 == usage.requests
+    assert (usage.calls, usage.retries, usage.abandoned, usage.errors) == (1, 1, 1, 0)
+    assert usage.prompt_tokens > 0  # the answered call's tokens
+
+
+def test_a_journal_cut_mid_line_is_read_up_to_the_cut(tmp_path):
+    from pytest_beam.llm import UsageJournal, read_journals
+
+    path = tmp_path / "main.usage.jsonl"
+    meter = Meter(journal=UsageJournal(path))
+    call = meter.new_call()
+    meter.sent("judge", call, 1)
+    meter.record("judge", Usage(calls=1, prompt_tokens=7), call=call)
+    meter.journal.close()
+    with path.open("a") as fh:
+        fh.write('{"call": 2, "role": "judge", "usa')  # a process killed while writing
+    assert read_journals([path]) == {"judge": Usage(calls=1, prompt_tokens=7)}

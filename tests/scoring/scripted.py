@@ -34,7 +34,7 @@ class ScriptedJudge:
     respond: Responder
     calls: list[Call] = field(default_factory=list)
 
-    def chat(self, *, role, messages, max_tokens=None, response_format=None):
+    def chat(self, *, role, messages, max_tokens=None, response_format=None, accept=None):
         self.calls.append(Call(role, [dict(m) for m in messages], max_tokens, response_format))
         out = self.respond(messages)
         if isinstance(out, BaseException):

@@ -28,7 +28,7 @@ class RepeatJudge:
         self.calls: list[tuple[str, int]] = []
 
     def chat(self, *, role: str, messages: list[dict[str, str]], max_tokens: Any = None, response_format: Any = None,
-             repeat: int = 0) -> Reply:
+             repeat: int = 0, accept: Any = None) -> Reply:
         prompt = messages[-1]["content"]
         item = next(name for name, _ in self.plan if f"RUBRIC CRITERION (what to check): {name}" in prompt)
         self.calls.append((item, repeat))
@@ -71,7 +71,7 @@ class RepeatAligner:
         self.calls: list[tuple[str, str, int]] = []
 
     def chat(self, *, role: str, messages: list[dict[str, str]], max_tokens: Any = None, response_format: Any = None,
-             repeat: int = 0) -> Reply:
+             repeat: int = 0, accept: Any = None) -> Reply:
         from tests.scoring.scripted import snippets
 
         event, line = snippets(messages)

@@ -7,6 +7,7 @@ import pytest
 
 from pytest_beam.services import open_driver
 from pytest_beam.services.local import LocalNeo4jProvider
+from tests.small_disk import small_disk  # noqa: F401
 
 
 def _skip_if_unavailable() -> None:
