@@ -59,8 +59,14 @@ class LabelledMeter(Meter):
         self.inner = inner
         self.system = system
 
-    def record(self, role: str, usage: Usage) -> None:
-        self.inner.record(meter_row(self.system, role), usage)
+    def new_call(self) -> int:
+        return self.inner.new_call()
+
+    def sent(self, role: str, call: int, attempt: int) -> None:
+        self.inner.sent(meter_row(self.system, role), call, attempt)
+
+    def record(self, role: str, usage: Usage, call: int | None = None) -> None:
+        self.inner.record(meter_row(self.system, role), usage, call)
 
     def snapshot(self) -> Snapshot:
         return self.inner.snapshot()
