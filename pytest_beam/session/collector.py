@@ -9,7 +9,6 @@ worker's part from files at the end, even when a worker was interrupted or kille
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import threading
 import time
@@ -23,9 +22,6 @@ if TYPE_CHECKING:
     from ..results.record import RunRecord
     from ..system import IngestReport
     from .state import BeamSession
-
-_ID_IN_NODEID = re.compile(r"\[((?:.+-)?conv\d+:[a-z_]+:\d+)\]$")  # the item's id: [system-]question
-
 
 class RunCollector:
     def __init__(self, session: BeamSession) -> None:
@@ -69,11 +65,13 @@ class RunCollector:
             self.services[conversation_id] = provider
 
     def add_report(self, report: pytest.TestReport) -> None:
-        match = _ID_IN_NODEID.search(report.nodeid)
-        if not match or not report.nodeid.startswith("beam::"):
+        from ..data.ids import item_id_of_nodeid
+
+        item = item_id_of_nodeid(report.nodeid)
+        if item is None or not report.nodeid.startswith("beam::"):
             return
         with self._lock:
-            self._add_report(match.group(1), report)
+            self._add_report(str(item), report)
             self.persist()
 
     def _add_report(self, key: str, report: pytest.TestReport) -> None:
