@@ -166,3 +166,15 @@ def test_a_sha256_pinned_file_of_a_larger_tier_that_differs_stops_the_run(beam_d
     with pytest.raises(BeamDataError) as err:
         load_set("full", copy, "11", tier="500K")
     assert str(target) in str(err.value) and "sha256 mismatch" in str(err.value)
+
+
+def test_the_dry_run_names_the_tier_and_its_conversations(pytester, beam_data_dir):
+    """Issue 26 point 5: the estimate for a larger tier, from its real chunks (no model, no Neo4j)."""
+    result = pytester.runpytest("--beam-dry-run", "--beam-tier=500K", "--beam-mode=full", f"--beam-data={beam_data_dir}")
+    text = "\n".join(result.outlines)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED or result.ret == 0, text[-500:]
+    head = next(line for line in result.outlines if line.startswith("pytest-beam dry run"))
+    assert "full set of 500K, 100 questions, 2832 chunks" in head
+    assert "500K/conv2: 582" in head and "500K/conv28: 497" in head
+    total = next(line for line in result.outlines if line.startswith("total"))
+    assert total.split()[1] == "4,894"
