@@ -112,10 +112,16 @@ def test_the_marker_survey_of_the_larger_tiers(beam_data_dir, tier, total, shape
         assert survey.examples["unknown"] == ("4", 1009) and repairs()[("1M", "4", 1009)].kind == "leaked_turn"
 
 
+@pytest.fixture(scope="module")
+def complete_sets(beam_data_dir):
+    """tier -> (raw, stripped) complete set, loaded once for the tests below."""
+    return {tier: (load_set("complete", beam_data_dir, tier=tier, keep_markers=True),
+                   load_set("complete", beam_data_dir, tier=tier)) for tier in ("500K", "1M")}
+
+
 @pytest.mark.parametrize("tier", ["500K", "1M"])
-def test_no_marker_or_end_token_reaches_a_system(beam_data_dir, tier):
-    raw = load_set("complete", beam_data_dir, tier=tier, keep_markers=True)
-    clean = load_set("complete", beam_data_dir, tier=tier)
+def test_no_marker_or_end_token_reaches_a_system(complete_sets, tier):
+    raw, clean = complete_sets[tier]
     left = [(c, m.id) for c, docs in clean.documents.items() for d in docs for m in d.messages
             if "->->" in m.text or END_TOKEN in m.text]
     assert left == []
@@ -138,10 +144,10 @@ def test_every_rubric_check_hit_is_flagged_or_reviewed(beam_data_dir):
                                                      "conv14:event_ordering:1", "conv17:temporal_reasoning:1"}
 
 
-def test_the_500K_flags_land_on_their_questions_with_reasons_that_cite_the_chat(beam_data_dir):
+def test_the_500K_flags_land_on_their_questions_with_reasons_that_cite_the_chat(complete_sets):
     import re
 
-    bench = load_set("complete", beam_data_dir, tier="500K")
+    bench = complete_sets["500K"][1]
     flagged = {q.id: q.known_bad_rubric for q in bench.questions if q.known_bad_rubric}
     assert flagged == {qid: reason for qid, reason in known_bad_rubrics().items() if qid.startswith("500K/")}
     assert all(re.search(r"messages? \d+", reason) for reason in flagged.values())
