@@ -9,7 +9,13 @@ mentioning an entity Facts; resolution answers "same" for near-identical names, 
 the offline tokenizer (messages plus the JSON schema sent), as a real server would report them.
 
     .venv/bin/python bench/ingest_cost.py [--data ../shared/beam] [--sets lite,conv17,full]
+    .venv/bin/python bench/ingest_cost.py --sets scale     (100K:17, 500K:11 and the 1M chats here)
     .venv/bin/python bench/ingest_cost.py --smoke [--cache DIR]   (the lite set only)
+
+A set is also TIER:N (one conversation of a tier, e.g. 500K:11) or TIER:here (every conversation of
+the tier whose chat the copy holds); ``scale`` is 100K:17,500K:11,1M:here, and with more than one
+tier the bench prints calls and tokens per chunk of each conversation as ratios against the 100K
+conversation measured in the same run (issue 26: they stay flat as a conversation grows).
 
 Targets (issue 5): calls per chunk on the full set <= 1.5x the lite set's; full set <= 1,500
 calls and <= 6M tokens.
@@ -248,6 +254,50 @@ def summarise(label: str, runs: list[dict]) -> dict:
     return {"chunks": chunks, "calls": total_calls, "tokens": total_tokens, "per_chunk": total_calls / chunks}
 
 
+SCALE = "100K:17,500K:11,1M:here"
+
+
+def tier_sets(wanted: list[str], data: Path) -> list[tuple[str, str, str]]:
+    """(label, tier, conversation) of every TIER:N or TIER:here set asked for, in order."""
+    from pytest_beam.data.sources import chat_present
+    from pytest_beam.data.tiers import tier as tier_of
+
+    out = []
+    for spec in wanted:
+        if ":" not in spec:
+            continue
+        tier, which = spec.split(":", 1)
+        ids = [c for c in tier_of(tier).conversations if chat_present(data, tier, c)] if which == "here" else [which]
+        out += [(f"{tier}/conv{c}", tier, c) for c in ids]
+    return out
+
+
+def print_scale(rows: list[tuple[str, dict]]) -> None:
+    """Per chunk, each conversation against the first (100K) one, all measured in this run."""
+    base_label, base = rows[0]
+    b_calls, b_tokens = base["calls"] / base["chunks"], base["tokens"] / base["chunks"]
+    b_res = base["resolution_calls"] / base["chunks"]
+    b_wall = base["wall"] / base["chunks"]
+    print(f"\n== per chunk as the conversation grows: ratios against {base_label}, measured in this run")
+    print(f"{'conversation':<14}{'messages':>9}{'chunks':>7}{'calls/chunk':>12}{'ratio':>7}{'tokens/chunk':>13}"
+          f"{'ratio':>7}{'resol./chunk':>13}{'ratio':>7}{'s/chunk':>8}{'ratio':>7}")
+    for label, r in rows:
+        calls, tokens = r["calls"] / r["chunks"], r["tokens"] / r["chunks"]
+        res, wall = r["resolution_calls"] / r["chunks"], r["wall"] / r["chunks"]
+        print(f"{label:<14}{r['messages']:>9,}{r['chunks']:>7,}{calls:>12.2f}{calls / b_calls:>7.2f}{tokens:>13,.0f}"
+              f"{tokens / b_tokens:>7.2f}{res:>13.2f}{(res / b_res if b_res else 0):>7.2f}{wall:>8.3f}"
+              f"{wall / b_wall:>7.2f}")
+    tiers: dict[str, list[dict]] = {}
+    for label, r in rows[1:]:
+        tiers.setdefault(label.split("/")[0], []).append(r)
+    for tier, group in tiers.items():
+        chunks = sum(r["chunks"] for r in group)
+        calls = sum(r["calls"] for r in group) / chunks
+        tokens = sum(r["tokens"] for r in group) / chunks
+        print(f"{tier} ({len(group)} conversation(s), {chunks:,} chunks): calls/chunk {calls:.2f} = "
+              f"{calls / b_calls:.2f}x {base_label}'s, tokens/chunk {tokens:,.0f} = {tokens / b_tokens:.2f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.environ.get("BEAM_DATA", str(ROOT.parent / "shared" / "beam")))
@@ -259,7 +309,7 @@ def main() -> int:
     use_cache(args)
     data, work = Path(args.data), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    wanted = args.sets.split(",")
+    wanted = (SCALE if args.sets == "scale" else args.sets).split(",")
     embedder = TimedEmbedder(make_embedder("local"))
     results: dict[str, dict] = {}
     cache: dict[str, dict] = {}
@@ -280,6 +330,17 @@ def main() -> int:
         if "full" in wanted:
             results["full"] = summarise("full set (1, 4, 6, 13, 17)",
                                         [run(c, d) for c, d in full.documents.items()])
+        scale: list[tuple[str, dict]] = []
+        for label, tier, cid in tier_sets(wanted, data):
+            documents = load_set("full", data, cid, tier=tier).documents[cid]
+            print(f"... ingesting {label}", flush=True)
+            ran = run_conversation(label.replace("/", "-"), documents, server.base_url, embedder, work)
+            row = summarise(label, [ran])
+            row.update(wall=ran["wall"], messages=sum(len(d.messages) for d in documents),
+                       resolution_calls=ran["roles"]["resolution"].calls if "resolution" in ran["roles"] else 0)
+            scale.append((label, row))
+    if len({label.split("/")[0] for label, _ in scale}) > 1:
+        print_scale(scale)
     if "lite" in results and "full" in results:
         ratio = results["full"]["per_chunk"] / results["lite"]["per_chunk"]
         f = results["full"]

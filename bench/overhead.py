@@ -10,6 +10,8 @@ concurrency 1 and 8.
     .venv/bin/python bench/overhead.py [--latency 0,0.2] [--workers 1,5] [--ingest-concurrency 1,8]
                                        [--ingest-repeat 3]
     .venv/bin/python bench/overhead.py --smoke [--cache DIR]   (the lite set, -n 1, no latency, one ingest)
+    .venv/bin/python bench/overhead.py --tier 500K --mode complete --workers 5 --latency 0 --ingest-concurrency ""
+        (a whole tier: 700 questions; prints the run's summary, its record's path and the peak memory)
 
 Harness own time per question, two ways: of wall clock — the run's wall time minus the time
 spent waiting on the model (summed call latency, divided by the extraction concurrency during
@@ -72,12 +74,15 @@ class TreeCPU:
     """
 
     TICK = os.sysconf("SC_CLK_TCK")
+    PAGE = os.sysconf("SC_PAGE_SIZE")
 
     def __init__(self, every: float = 0.25) -> None:
         self.every = every
         self.root: int | None = None
         self.by_pid: dict[int, tuple[str, float]] = {}
         self.busy: list[tuple[float, float]] = []  # (monotonic time, machine busy fraction since last sample)
+        self.peak_rss: dict[str, int] = {}  # kind -> the most bytes its processes held at once
+        self.peak_total = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tree-cpu", daemon=True)
 
@@ -111,6 +116,7 @@ class TreeCPU:
     def _sample(self) -> None:
         parents: dict[int, int] = {}
         cpu: dict[int, float] = {}
+        rss: dict[int, int] = {}
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
@@ -121,6 +127,8 @@ class TreeCPU:
                 continue
             parents[int(name)] = int(fields[1])
             cpu[int(name)] = (int(fields[11]) + int(fields[12])) / self.TICK
+            rss[int(name)] = int(fields[21]) * self.PAGE
+        held: dict[str, int] = {}
         for pid, seconds in cpu.items():
             ancestor, hops = pid, 0
             while ancestor not in (self.root, 0, 1) and hops < 16:
@@ -130,6 +138,10 @@ class TreeCPU:
                 kind = self._kind(pid) or (self.by_pid[pid][0] if pid in self.by_pid else None)
                 if kind:
                     self.by_pid[pid] = (kind, seconds)
+                    held[kind] = held.get(kind, 0) + rss.get(pid, 0)
+        for kind, size in held.items():
+            self.peak_rss[kind] = max(self.peak_rss.get(kind, 0), size)
+        self.peak_total = max(self.peak_total, sum(held.values()))
 
     def _run(self) -> None:
         last = self._machine()
@@ -152,10 +164,11 @@ class TreeCPU:
         return sum(self.every for t, busy in self.busy if t >= started and busy >= threshold)
 
 
-def run_full(server_url: str, workers: int, data: Path, work: Path, mode: str = "full") -> dict:
+def run_full(server_url: str, workers: int, data: Path, work: Path, mode: str = "full", tier: str = "100K") -> dict:
     project = Path(tempfile.mkdtemp(prefix="beam-overhead-", dir=work))
     (project / "pytest.ini").write_text(f"[pytest]\nbeam_mode = {mode}\n")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", f"--beam-mode={mode}",
+           f"--beam-tier={tier}",
            f"--beam-data={data}", f"--beam-base-url={server_url}", "--beam-model=scripted", "--beam-neo4j=local",
            "--beam-cache=off", f"--beam-results={project / 'results'}", "--beam-snapshot=off", "--beam-pass-score=0",
            "--beam-max-calls=1000000", "--beam-max-tokens=1000000000", f"--beam-concurrency={CONCURRENCY}",
@@ -171,7 +184,8 @@ def run_full(server_url: str, workers: int, data: Path, work: Path, mode: str = 
     if proc.returncode != 0:
         print(stdout[-3000:], stderr[-2000:])
         raise SystemExit(f"the full run with -n {workers} failed ({proc.returncode})")
-    record = json.loads(next((project / "results").glob("*/record.json")).read_text())
+    record_path = next((project / "results").glob("*/record.json"))
+    record = json.loads(record_path.read_text())
     usage = record["usage"]
     seconds = record["phase_seconds"]
     waiting_ingest = sum(usage.get(p, {}).get("seconds", 0.0) for p in ("extraction", "resolution")) / CONCURRENCY
@@ -187,7 +201,17 @@ def run_full(server_url: str, workers: int, data: Path, work: Path, mode: str = 
             "outcomes": {o: sum(q["outcome"] == o for q in record["questions"]) for o in ("passed", "failed", "error")},
             "cpu_total": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
             "cpu_by_kind": tree.by_kind(), "saturated": tree.saturated_seconds(started),
-            "agent_prompts": agent_prompts}
+            "agent_prompts": agent_prompts, "record_path": record_path, "peak_rss": dict(tree.peak_rss),
+            "peak_total": tree.peak_total, "summary": _summary_section(stdout),
+            "record_bytes": record_path.stat().st_size,
+            "trace_bytes": sum(f.stat().st_size for f in record_path.parent.glob("trace*"))}
+
+
+def _summary_section(stdout: str) -> list[str]:
+    """The run's own `pytest-beam summary` section, as pytest printed it."""
+    lines = stdout.splitlines()
+    start = next((n for n, line in enumerate(lines) if "pytest-beam summary" in line), None)
+    return lines[start:] if start is not None else []
 
 
 def ingest_once(server_url: str, documents, concurrency: int, work: Path, embedder) -> float:
@@ -232,6 +256,10 @@ def print_run(latency: float, r: dict) -> None:
           f"{cores} cores; cores >=90% busy for {r['saturated']:.0f} s of the {r['wall']:.0f} s")
     print(f"   waiting on answers and judgements, per worker: {answering:.1f} s (agent and judge calls "
           f"run one after another within a worker)")
+    mb = 1024 * 1024
+    peaks = ", ".join(f"{k} {v / mb:,.0f} MB" for k, v in sorted(r["peak_rss"].items(), key=lambda kv: -kv[1]))
+    print(f"   peak memory of the run's processes: {r['peak_total'] / mb:,.0f} MB at once ({peaks}, each kind's own peak)")
+    print(f"   record {r['record_path']} ({r['record_bytes'] / 1024:,.0f} KB; traces {r['trace_bytes'] / mb:,.1f} MB)")
 
 
 def main() -> int:
@@ -243,20 +271,25 @@ def main() -> int:
     parser.add_argument("--ingest-repeat", type=int, default=3,
                         help="ingest runs per concurrency; the median is compared (one run varies by ~10%%)")
     parser.add_argument("--work", default=tempfile.gettempdir())
+    parser.add_argument("--tier", default="100K", help="BEAM tier of the runs (100K, 500K, 1M, 10M)")
+    parser.add_argument("--mode", default=None, help="question set of the runs (default: full; smoke: lite)")
+    parser.add_argument("--show-summary", action="store_true", help="print each run's pytest-beam summary")
     add_smoke_options(parser)
     args = parser.parse_args()
     smoke_defaults(parser, args, latency="0", workers="1", ingest_concurrency="1", ingest_repeat=1)
     use_cache(args)
-    mode = "lite" if args.smoke else "full"  # smoke: the lite set (1 conversation, 2 questions)
-    data, work = Path(args.data), Path(args.work)
+    mode = args.mode or ("lite" if args.smoke else "full")  # smoke: the lite set (1 conversation, 2 questions)
+    data, work = Path(args.data).resolve(), Path(args.work)  # the runs' cwd is their own project folder
     latencies = [float(x) for x in args.latency.split(",") if x]
     workers = [int(x) for x in args.workers.split(",") if x]
     runs: dict[tuple[float, int], dict] = {}
     for latency in latencies:
         with ScriptedModelServer(responder=Responder(), latency=latency) as server:
             for n in workers:
-                runs[latency, n] = run_full(server.base_url, n, data, work, mode)
+                runs[latency, n] = run_full(server.base_url, n, data, work, mode, args.tier)
                 print_run(latency, runs[latency, n])
+                if args.show_summary:
+                    print("\n".join(runs[latency, n]["summary"]))
     print("\nsummary")
     print(f"{'latency s':>10}{'-n':>4}{'wall s':>9}{'s/question':>12}{'own wall s/q':>14}{'own worker s/q':>16}")
     for (latency, n), r in runs.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 MODES = ("lite", "full", "complete")
+TIERS = ("100K", "500K", "1M", "10M")  # pytest_beam.data.ids.TIERS (this module imports no other room)
 RECORD_MODES = ("off", "none", "once", "new_episodes", "all")
 SNAPSHOT_MODES = ("assert", "report", "off")
 SCORERS = ("default", "upstream", "omnimemeval")
@@ -61,12 +62,13 @@ def _bool(value: str) -> bool:
 
 
 def _conversation_list(value: str) -> str | None:
-    """Checked and normalised ("17, 4,1" -> "1,4,17"); the data layer's parser says what is wrong."""
+    """Checked as a list of numbers; its range is the tier's, checked once the tier is known
+    (`resolve`), by the data layer's parser, which says what is wrong."""
     from .data.errors import BeamDataError
     from .data.sets import parse_conversations
 
     try:
-        chosen = parse_conversations(value)
+        chosen = parse_conversations(value, tier=None)
     except BeamDataError as exc:
         raise ValueError(str(exc)) from exc
     return None if chosen is None else ",".join(chosen)
@@ -118,6 +120,7 @@ def _embeddings_spec(value: str) -> str:
 
 OPTIONS: tuple[Option, ...] = (
     Option("mode", "Question set: lite (2 questions, 3 messages), full (100 questions, 5 conversations) or complete (400 questions, all 20 conversations of the 100K split).", "lite", choices=MODES),
+    Option("tier", "BEAM tier: 100K, 500K (35 conversations), 1M (35) or 10M (10); full and complete are the tier's chosen and whole sets, lite is 100K's only.", "100K", choices=TIERS),
     Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None),
     Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto", _neo4j_spec),
     Option("base_url", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1.", None, env=("OPENAI_BASE_URL",)),
@@ -147,7 +150,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("tool_mode", "Agent tool calls: auto, native, or json (JSON actions for models without tools).", "auto", choices=TOOL_MODES),
     Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float),
     Option("html", "Also write the HTML report beside the record.", False, _bool, is_bool=True),
-    Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20).", None, _conversation_list),
+    Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20 on 100K, 1 to 35 on 500K and 1M, 1 to 10 on 10M).", None, _conversation_list),
     Option("keep_markers", "Keep the BEAM generator's plan markers ('->-> 1,4' ending a turn) in the chat; by default they are stripped before any memory system sees it.", False, _bool, is_bool=True),
     Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int),
     Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec),
@@ -201,6 +204,7 @@ class Settings:
     system: str = "graphrag"
     context_tokens: int = 120_000
     retrieval_k: int = 10
+    tier: str = "100K"
     endpoint_identity: str | None = None  # not an option: set with the embedded model (llm.embedded.CACHE_IDENTITY)
 
     def __repr__(self) -> str:  # the key never shows, whatever prints settings
@@ -257,9 +261,30 @@ QUESTION_SET = ("mode", "conversations", "keep_markers")
 
 
 def question_set(settings: Settings) -> dict[str, Any]:
-    """The cassette header's question set of a run (JSON-able)."""
-    return {name: getattr(settings, name) for name in QUESTION_SET}
+    """The cassette header's question set of a run (JSON-able); the tier only when it is not 100K,
+    so the headers of cassettes recorded before the larger tiers still read the same."""
+    tier = {"tier": settings.tier} if settings.tier != "100K" else {}
+    return {**{name: getattr(settings, name) for name in QUESTION_SET}, **tier}
 EMPTY_MEANS_UNSET = ("data",)  # an empty flag or variable says "none", above an ini file's value
+
+
+def _check_tier(values: dict[str, Any], origins: dict[str, tuple[str, Any]]) -> None:
+    """The settings that depend on the tier: lite is 100K's set, and a conversation list is checked
+    against the tier's conversations (normalised to "1,4,17")."""
+    from .data.errors import BeamDataError
+    from .data.sets import parse_conversations
+
+    tier = values["tier"]
+    if values["mode"] == "lite" and tier != "100K":
+        where = origins["tier"][0]
+        raise SettingsError(f"{where}={tier}: the lite set is 100K's (conversation 17, two questions); with "
+                            f"--beam-tier={tier} choose --beam-mode=full or --beam-mode=complete")
+    if values["conversations"] is not None:
+        try:
+            values["conversations"] = ",".join(parse_conversations(values["conversations"], tier=tier) or ())
+        except BeamDataError as exc:
+            where, raw = origins["conversations"]
+            raise SettingsError(f"{where}={raw!r}: {exc}") from exc
 
 
 def _blank(value: Any) -> bool:
@@ -283,6 +308,7 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
     root = rootdir or Path.cwd()
     bases = {"flag": invocation_dir or root, "env": invocation_dir or root, "ini": ini_dir or root, "default": root}
     base_of: dict[str, Path] = {}
+    origins: dict[str, tuple[str, Any]] = {}  # option -> (where it was given, its raw value)
     values: dict[str, Any] = {}
     for option in OPTIONS:
         raw, origin = None, None
@@ -306,6 +332,7 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
         if recorded is not None and option.name in recorded and kind != "flag":
             raw, origin, kind = recorded[option.name], f"the cassette's {option.flag_name}", "default"
         base_of[option.name] = bases[kind]
+        origins[option.name] = (origin or option.flag_name, raw)
         if raw is None:
             values[option.name] = option.default
             continue
@@ -341,6 +368,7 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
     for name in ("timeout", "agent_timeout", "neo4j_start_timeout"):
         if not values[name] > 0:
             raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be more than 0 seconds")
+    _check_tier(values, origins)
     if values["mode"] == "lite":
         values["max_calls"] = 40 if values["max_calls"] is None else values["max_calls"]
         values["max_tokens"] = 120_000 if values["max_tokens"] is None else values["max_tokens"]

@@ -77,6 +77,7 @@ class Document(_Frozen):
 
 class ProbingQuestion(_Frozen):
     conversation_id: str
+    tier: str = Field(default="100K", description="BEAM's tier: 100K, 500K, 1M or 10M")
     ability: str
     index: int = Field(ge=0)
     question: str
@@ -88,7 +89,17 @@ class ProbingQuestion(_Frozen):
 
     @property
     def id(self) -> str:
-        return f"conv{self.conversation_id}:{self.ability}:{self.index}"
+        """``conv17:information_extraction:0``; on the larger tiers ``500K/conv3:...`` (``data/ids.py``)."""
+        from .ids import QuestionId
+
+        return str(QuestionId(self.conversation_id, self.ability, self.index, self.tier))
+
+    @property
+    def conversation_label(self) -> str:
+        """``conv17``, or ``500K/conv3`` on a larger tier: the conversation across tiers."""
+        from .ids import conversation_label
+
+        return conversation_label(self.tier, self.conversation_id)
 
     @property
     def system_id(self) -> str:
@@ -98,7 +109,7 @@ class ProbingQuestion(_Frozen):
         not learn; this hash tells it nothing the question's own text does not.
         """
         digest = hashlib.sha256(f"{self.conversation_id}\n{self.question}".encode("utf-8")).hexdigest()
-        return f"conv{self.conversation_id}:q-{digest[:12]}"
+        return f"{self.conversation_label}:q-{digest[:12]}"
 
     def for_system(self) -> SystemQuestion:
         return SystemQuestion(id=self.system_id, conversation_id=self.conversation_id, question=self.question)

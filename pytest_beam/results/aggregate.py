@@ -20,8 +20,12 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def cluster_key(q: QuestionRecord) -> str:
-    """The conversation a question belongs to: its ``conversation_id``, else its id's first part."""
-    return q.conversation_id or q.id.split(":", 1)[0]
+    """The conversation a question belongs to (its tier's: ``500K/conv3``), from its id where it parses,
+    else its ``conversation_id``."""
+    from ..data.ids import parse_question_id
+
+    question = parse_question_id(q.id)
+    return question.conversation_label if question is not None else (q.conversation_id or q.id)
 
 
 def interval_of(questions: Sequence[QuestionRecord], *, seed: int = DEFAULT_SEED,

@@ -48,7 +48,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         for phase, secs in (entry.get("phase_seconds") or {}).items():
             phase_seconds[phase] = phase_seconds.get(phase, 0.0) + secs
     skipped_for_cap = [q.id for q in records if q.outcome == "skipped" and "spend cap" in (q.error or "")]
-    conversations = {(e.get("system"), e.get("conversation_id") or e["id"].split(":")[0][4:]) for e in questions}
+    conversations = {(e.get("system"), _conversation_of(e)) for e in questions}
     finished = [info for info in ingest.values() if "failed" not in info]
     unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)  # one ingest per (system, conversation)
     source = bench_set.source if bench_set else None
@@ -57,7 +57,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
         finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
         package_version=__version__, commit=commit, dirty=dirty, lockfile_hash=lockfile_hash(root),
-        mode=settings.mode, data_source=source, data_revision=data_revision(source or ""),
+        mode=settings.mode, tier=settings.tier, data_source=source,
+        missing_conversations=list(bench_set.missing) if bench_set else [], data_revision=data_revision(source or ""),
         scorer=settings.scorer, models=roles, judge_is_agent=roles["judge"] == roles["agent"],
         settings=settings.public_dict(), pass_score=settings.pass_score,
         questions=records, abilities=abilities, overall=overall,
@@ -141,3 +142,13 @@ def _trace_lines(run_dir: Path) -> Iterator[dict[str, Any]]:
             for line in fh:
                 if line.strip():
                     yield json.loads(line)
+
+
+def _conversation_of(entry: dict[str, Any]) -> str:
+    """A result's conversation: its ``conversation_id``, else the one its question id names."""
+    from ..data.ids import parse_question_id
+
+    if entry.get("conversation_id"):
+        return str(entry["conversation_id"])
+    question = parse_question_id(str(entry["id"]))
+    return question.conversation if question is not None else str(entry["id"])

@@ -57,11 +57,12 @@ class PairedInterval(Interval):
 
 
 def conversation_of(question_id: str) -> str:
-    """``"conv17:temporal_reasoning:1"`` -> ``"17"``: the cluster of a BEAM question id."""
-    head = question_id.split(":", 1)[0]
-    if not head.startswith("conv") or not head[4:]:
-        raise ValueError(f"{question_id!r} is not a BEAM question id like conv17:ability:0")
-    return head[4:]
+    """``"conv17:temporal_reasoning:1"`` -> ``"17"``, ``"500K/conv3:..."`` -> ``"500K/3"``: the cluster
+    of a BEAM question id (a conversation of one tier)."""
+    from ..data.ids import DEFAULT_TIER, require_question_id
+
+    question = require_question_id(question_id)
+    return question.conversation if question.tier == DEFAULT_TIER else f"{question.tier}/{question.conversation}"
 
 
 def _clusters(scores: Mapping[str, float], cluster_of: Callable[[str], str]) -> tuple[np.ndarray, np.ndarray]:

@@ -134,5 +134,6 @@ def _load_questions(old: RunRecord, settings: Settings) -> dict[str, Any]:
     if data is None and old.settings.get("data"):
         data = Path(old.settings["data"])  # the data the run itself read
     conversations = old.settings.get("conversations") if old.mode != "lite" else None
-    bench = load_set(old.mode or "lite", data, conversations)  # type: ignore[arg-type]
+    bench = load_set(old.mode or "lite", data, conversations,  # type: ignore[arg-type]
+                     tier=old.settings.get("tier") or "100K")
     return {q.id: q for q in bench.questions}

@@ -159,6 +159,9 @@ class RunRecord(_Model):
     dirty: bool | None = None
     lockfile_hash: str | None = None
     mode: str | None = None
+    tier: str | None = Field(None, description="BEAM's tier (100K, 500K, 1M, 10M); None: a record from before tiers")
+    missing_conversations: list[str] = Field(
+        default_factory=list, description="Conversations of the set whose chats the data lacked: left out, not scored")
     data_source: str | None = None
     data_revision: str | None = None
     scorer: str | None = None

@@ -20,8 +20,12 @@ from syrupy.location import PyTestLocation
 
 
 def snapshot_filename(question_id: str) -> str:
-    """`conv17:information_extraction:0` -> `conv17__information_extraction__0` (no ':' in names)."""
-    return question_id.replace(":", "__")
+    """`conv17:information_extraction:0` -> `conv17__information_extraction__0`, and
+    `500K/conv3:summarization:0` -> `500K__conv3__summarization__0` (no ':' or '/' in names)."""
+    from ..data.ids import parse_question_id
+
+    question = parse_question_id(question_id)
+    return question.filename if question is not None else question_id.replace("/", "__").replace(":", "__")
 
 
 class AnswerSnapshotExtension(SingleFileSnapshotExtension):

@@ -70,7 +70,8 @@ def _header_lines(record: RunRecord) -> list[str]:
     if record.system:
         bits.append(f"system {record.system}")
     line1 = ", ".join(bits)
-    for label, value in (("mode", record.mode), ("scorer", record.profile), ("data", record.data_source),
+    for label, value in (("mode", record.mode), ("tier", record.tier if record.tier != "100K" else None),
+                         ("scorer", record.profile), ("data", record.data_source),
                          ("revision", record.data_revision), ("pass score", record.pass_score)):
         if value not in (None, ""):
             facts.append(f"{label} {value}")
@@ -81,6 +82,9 @@ def _header_lines(record: RunRecord) -> list[str]:
         out.append(", ".join(facts))
     if record.rejudged_from:
         out.append(f"re-judged the answers of run {record.rejudged_from} (no ingest, no agent call)")
+    if record.missing_conversations:
+        out.append(f"left out: {len(record.missing_conversations)} conversations of the set whose chats the data "
+                   f"lacks ({', '.join(record.missing_conversations)}); the means cover the others")
     return out
 
 

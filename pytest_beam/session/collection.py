@@ -40,7 +40,7 @@ def load_questions(session: BeamSession) -> None:
             pytest.exit("pytest-beam: " + "; ".join(missing), returncode=pytest.ExitCode.USAGE_ERROR)
     try:
         session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations,
-                                     keep_markers=session.settings.keep_markers)
+                                     keep_markers=session.settings.keep_markers, tier=session.settings.tier)
     except BeamDataError as exc:
         raise pytest.UsageError(f"pytest-beam: data source problem: {exc}") from None  # one line, exit 4
 
@@ -78,7 +78,7 @@ def question_params(session: BeamSession) -> list[object]:
         for q in session.bench_set.questions:
             # the conversation is the xdist group whatever the system: its data loads once per worker
             marks = [pytest.mark.beam, getattr(pytest.mark, q.ability),
-                     pytest.mark.xdist_group(f"conv{q.conversation_id}")]
+                     pytest.mark.xdist_group(q.conversation_label)]
             if q.id in lite_ids:
                 marks.append(pytest.mark.lite)
             if q.known_bad_rubric:
@@ -87,7 +87,7 @@ def question_params(session: BeamSession) -> list[object]:
                 marks += [pytest.mark.known_bad_rubric,
                           pytest.mark.xfail(reason=f"known bad rubric: {q.known_bad_rubric}", strict=False,
                                             raises=pytest.fail.Exception)]
-            params.append(pytest.param(SystemRun(system, q.conversation_id), q, id=param_id(system, q.id, bare),
+            params.append(pytest.param(SystemRun(system, q.conversation_id, q.tier), q, id=param_id(system, q.id, bare),
                                        marks=marks))
     return params
 

@@ -11,7 +11,6 @@ the record's usage is then what the endpoint was sent, calls in flight at the en
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import threading
 import time
@@ -27,9 +26,6 @@ if TYPE_CHECKING:
     from ..system import IngestReport
     from .judge_check import SessionJudgeCheck
     from .state import BeamSession
-
-_ID_IN_NODEID = re.compile(r"\[((?:.+-)?conv\d+:[a-z_]+:\d+)\]$")  # the item's id: [system-]question
-
 
 class RunCollector:
     def __init__(self, session: BeamSession) -> None:
@@ -83,11 +79,13 @@ class RunCollector:
             self.services[conversation_id] = provider
 
     def add_report(self, report: pytest.TestReport) -> None:
-        match = _ID_IN_NODEID.search(report.nodeid)
-        if not match or not report.nodeid.startswith("beam::"):
+        from ..data.ids import item_id_of_nodeid
+
+        item = item_id_of_nodeid(report.nodeid)
+        if item is None or not report.nodeid.startswith("beam::"):
             return
         with self._lock:
-            self._add_report(match.group(1), report)
+            self._add_report(str(item), report)
             self.persist()
 
     def _add_report(self, key: str, report: pytest.TestReport) -> None:

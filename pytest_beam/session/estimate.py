@@ -176,9 +176,12 @@ def add_judge(phase: PhaseEstimate, q: ProbingQuestion, runs: int = 1) -> None:
 
 
 def format_estimate(estimate: Estimate, settings: Settings) -> str:
-    rows = [f"pytest-beam dry run (the built-in Agentic GraphRAG): {settings.mode} set, {estimate.questions} questions, "
+    from ..data.ids import conversation_label
+
+    tier = "" if settings.tier == "100K" else f" of {settings.tier}"
+    rows = [f"pytest-beam dry run (the built-in Agentic GraphRAG): {settings.mode} set{tier}, {estimate.questions} questions, "
             f"{sum(estimate.chunks.values())} chunks of ~{settings.chunk_tokens} tokens "
-            f"({', '.join(f'conv{c}: {n}' for c, n in estimate.chunks.items())})"
+            f"({', '.join(f'{conversation_label(settings.tier, c)}: {n}' for c, n in estimate.chunks.items())})"
             + (f"; judge calls x {settings.judge_runs} judge runs" if settings.judge_runs > 1 else ""),
             f"{'phase':<12}{'calls':>10}{'prompt tok':>14}{'completion tok':>16}{'total tok':>14}"]
     for name, p in estimate.phases.items():

@@ -39,6 +39,9 @@ class BeamSessionPlugin:
         self.terminate = TerminateAsInterrupt(self.session.collector)
         self.terminate.install()
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        note = self.session.bench_set.missing_note if self.session.bench_set is not None else None
+        if note and reporter is not None and not self.session.is_worker:
+            reporter.write_line(note, yellow=True)  # which conversations are left out, and how to get them
         if not self.session.is_worker:
             self._open_endpoint(reporter)
         if not self.session.is_worker and getattr(session.config.option, "numprocesses", None) and reporter:

@@ -241,7 +241,11 @@ class Runtime:
             raise RuntimeError(f"no pytest_beam_make_system implementation returned a system for {system_name!r}")
         documents = list(self.session.bench_set.documents[conversation_id])
         before = self.meter.snapshot()
-        self.trace.context = {"conversation": f"conv{conversation_id}", "phase": "ingest", "system": system_name}
+        from ..data.ids import conversation_label
+
+        tier = self.session.bench_set.tier
+        self.trace.context = {"conversation": conversation_label(tier, conversation_id), "phase": "ingest",
+                              "system": system_name}
         started = time.monotonic()
         try:
             report = system.ingest(documents)

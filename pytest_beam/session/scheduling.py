@@ -12,7 +12,6 @@ tests/test_plugin_collection.py checks the behaviour (a conversation's items on 
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,14 +19,16 @@ import pytest
 if TYPE_CHECKING:
     from xdist.scheduler import LoadGroupScheduling
 
-# the question id, bare or after its system's name (`bm25-conv17:...`): every system of a
-# conversation goes to the same worker, which loads the conversation's data once
-_CONVERSATION = re.compile(r"^beam::test_question\[(?:.+?-)?(conv\d+):")
-
 
 def conversation_of(nodeid: str) -> str | None:
-    found = _CONVERSATION.match(nodeid)
-    return found.group(1) if found else None
+    """The conversation of a question's item (`conv17`, `500K/conv3`), whatever system answers it:
+    every system of a conversation goes to the same worker, which loads its data once."""
+    from ..data.ids import item_id_of_nodeid
+
+    if not nodeid.startswith("beam::test_question["):
+        return None
+    item = item_id_of_nodeid(nodeid)
+    return item.question.conversation_label if item else None
 
 
 def make_scheduler(config: pytest.Config, log: object) -> LoadGroupScheduling | None:

@@ -1,7 +1,7 @@
 """Which memory systems a run compares (`--beam-system`), and how an item names its system.
 
 Each (system, question) pair is one item. Its id is `<system>-<question id>`
-(`bm25-conv17:information_extraction:0`), so `-k bm25` selects one system, except when the
+(`bm25-conv17:information_extraction:0`; the shape lives in `data/ids.py`), so `-k bm25` selects one system, except when the
 selection is the default `graphrag` alone: then the id stays the bare question id, so the
 snapshots, cassettes, known-bad lists and `-k` expressions written before systems could be
 compared keep working. A conftest adds its own systems by naming them in
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import pytest
 
 ALL = "all"
-_PARAM_ID = re.compile(r"^(?:(?P<system>.+)-)?(?P<question>conv\d+:[a-z_]+:\d+)$")
 
 
 @dataclass(frozen=True)
@@ -26,9 +25,12 @@ class SystemRun:
 
     system: str
     conversation_id: str
+    tier: str = "100K"
 
     def __str__(self) -> str:
-        return f"{self.system}/conv{self.conversation_id}"
+        from ..data.ids import conversation_label
+
+        return f"{self.system}/{conversation_label(self.tier, self.conversation_id)}"
 
 
 def custom_names(config: pytest.Config) -> list[str]:
@@ -72,24 +74,26 @@ def bare_ids(systems: list[str]) -> bool:
 
 
 def param_id(system: str, question_id: str, bare: bool) -> str:
-    return question_id if bare else f"{system}-{question_id}"
+    from ..data.ids import format_item_id, require_question_id
+
+    return format_item_id(require_question_id(question_id), None if bare else system)
 
 
 def split_param_id(param: str) -> tuple[str | None, str] | None:
     """`bm25-conv17:x:0` -> ("bm25", "conv17:x:0"); a bare id gives (None, id); None if not a question."""
-    found = _PARAM_ID.match(param)
-    return (found.group("system"), found.group("question")) if found else None
+    from ..data.ids import parse_item_id
+
+    item = parse_item_id(param)
+    return (item.system, str(item.question)) if item else None
 
 
 def junit_classname(nodeid: str) -> str | None:
     """`beam.<ability>` for a question's item (`beam.<system>.<ability>` when systems are compared),
     so a CI dashboard that groups JUnit test cases by class groups them by ability; None otherwise."""
-    if "[" not in nodeid:
+    from ..data.ids import item_id_of_nodeid
+
+    item = item_id_of_nodeid(nodeid)
+    if item is None:
         return None
-    split = split_param_id(nodeid[nodeid.index("[") + 1:nodeid.rindex("]")])
-    if split is None:
-        return None
-    system, question = split
-    ability = question.split(":")[1]
-    return ".".join(part for part in ("beam", system, ability) if part)
+    return ".".join(part for part in ("beam", item.system, item.question.ability) if part)
 
