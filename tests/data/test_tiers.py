@@ -177,4 +177,7 @@ def test_the_dry_run_names_the_tier_and_its_conversations(pytester, beam_data_di
     assert "full set of 500K, 100 questions, 2832 chunks" in head
     assert "500K/conv2: 582" in head and "500K/conv28: 497" in head
     total = next(line for line in result.outlines if line.startswith("total"))
-    assert total.split()[1] == "4,894"
+    # 2,832 extraction + resolution, agent and judge calls, and the judge check's 24 cases
+    # (on by default when the judge is the embedded model)
+    assert total.split()[1] == "4,918"
+    assert any(line.startswith("judge check") and line.split()[2] == "24" for line in result.outlines), text[-800:]
