@@ -168,3 +168,46 @@ def test_entity_lookup_uses_the_normaliser_names_were_written_with(box, graph):
     for asked, found in [("the Louvre", "Louvre"), ("Dr. Ana Lopez", "Ana López")]:
         doc = json.loads(box.call("entity_statements", {"name": asked}).text)
         assert [e["name"] for e in doc["entities"]][:1] == [found], (asked, doc)
+
+
+# --- question-aware search (issue 27) ------------------------------------------------------------
+
+def _messages(hits):
+    return [(h.id, h.role) for h in hits if h.kind == "message"]
+
+
+def test_an_ordering_question_gets_the_users_own_turns(graph, embedder):
+    from pytest_beam.memory.search import PLAIN_POLICY
+
+    driver, database = graph
+    question = ("Can you list the order in which I brought up different aspects of my move to Lisbon "
+                "throughout our conversations? Mention ONLY and ONLY three items.")
+    before = hybrid_search(driver, database, question, embedder, limit=6, kind="messages", policy=PLAIN_POLICY)
+    assert any(role == "assistant" for _, role in _messages(before))  # replies crowd the turns out
+    hits = hybrid_search(driver, database, question, embedder, limit=6, kind="messages")
+    assert {role for _, role in _messages(hits)} == {"user"}
+    assert {0, 4, 8} <= {mid for mid, _ in _messages(hits)}  # the move, its delay, the visit after it
+
+
+def test_a_summary_question_gets_each_user_turn_with_the_reply_to_it(graph, embedder):
+    driver, database = graph
+    question = "Can you give me a summary of how my move to Lisbon progressed across our conversations?"
+    hits = _messages(hybrid_search(driver, database, question, embedder, limit=6, kind="messages"))
+    ids = [mid for mid, _ in hits]
+    for position, (mid, role) in enumerate(hits[:-1]):
+        if role == "user" and mid in (0, 4, 8):
+            assert ids[position + 1] == mid + 1, ids  # the assistant's reply right after the turn
+    assert {0, 1, 4, 5} <= set(ids), ids
+
+
+def test_a_question_under_a_standing_rule_gets_the_rule(graph, embedder):
+    from pytest_beam.memory.search import PLAIN_POLICY
+
+    driver, database = graph
+    question = "What should I pack first for the move?"
+    before = hybrid_search(driver, database, question, embedder, limit=4, kind="messages", policy=PLAIN_POLICY)
+    assert 2 not in [mid for mid, _ in _messages(before)]
+    hits = hybrid_search(driver, database, question, embedder, limit=4, kind="messages")
+    assert 2 in [mid for mid, _ in _messages(hits)]  # "Please always answer me in bullet points ..."
+    assert hits[[h.id for h in hits].index(2)].ranks.get("rules") == 1
+
