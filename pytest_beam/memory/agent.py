@@ -56,7 +56,8 @@ from .search import Embedder
 from .tools import ToolBox, ToolLimits, ToolResult
 
 ToolMode = Literal["native", "json", "auto"]
-ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_rules", "read_messages", "cypher"]
+ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_rules", "topic_sessions",
+                   "session_outline", "read_messages", "cypher"]
 AGENT_ROLE = "agent"
 FLAG_AGENT_FAILURE = "agent_failure"
 FLAG_TIMEOUT = "timeout"

@@ -17,7 +17,8 @@ from ..services.access import AGENT_READS, ReadLimits
 from .cypher_tool import run_cypher_tool
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
 from .names import lookup_forms
-from .search import Embedder, SearchHit, fulltext_search, hybrid_search, id_key, iso, read_graph
+from .search import (PER_SESSION, Embedder, SearchHit, fulltext_search, hybrid_search, id_key, iso, read_graph,
+                     session_user_turns, topic_by_session)
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
 from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
 
@@ -34,6 +35,8 @@ class ToolLimits:
     max_search_hits: int = 25
     max_statements: int = 60
     max_entities: int = 3
+    max_per_session: int = 5  # topic_sessions: user turns per session at most
+    outline_chars: int = 160  # session_outline: the head of each user turn
     reads: ReadLimits = AGENT_READS  # every read of every tool: timeout and row cap
     cypher_max_rows: int = 50  # the Cypher tool shows fewer rows than the others may read
     cypher_value_chars: int = 500
@@ -87,6 +90,8 @@ class ToolBox:
             "entity_statements": self.entity_statements,
             "timeline": self.timeline,
             "standing_rules": self.standing_rules,
+            "topic_sessions": self.topic_sessions,
+            "session_outline": self.session_outline,
             "read_messages": self.read_messages,
             "cypher": self.cypher,
         }
@@ -266,6 +271,40 @@ class ToolBox:
                     "date": dates.get(session), "message_ids": first_ids}
             out.append(item)
         return out
+
+    # -- topic_sessions ------------------------------------------------------------------------
+
+    def topic_sessions(self, args: dict[str, Any]) -> ToolResult:
+        topic = arg_str(args, "topic", max_len=500)
+        per_session = arg_int(args, "per_session", PER_SESSION, 1, self.limits.max_per_session)
+        replies = args.get("replies", True)
+        if not isinstance(replies, bool):
+            raise ToolArgumentError("argument 'replies' must be true or false")
+        hits = topic_by_session(self.driver, self.database, topic, self.embedder, per_session, replies,
+                                self._limits())
+        items = [{"session": h.session, "date": h.date, "message_id": h.id, "role": h.role,
+                  "snippet": cut(h.text, self.limits.snippet_chars)} for h in hits]
+        header: dict[str, Any] = {"topic": topic}
+        if not items:
+            header["note"] = "nothing found; try hybrid_search"
+        # too long: the replies go first (latest first), then the latest turns
+        drop = sorted(range(len(items)), key=lambda i: (items[i]["role"] == "user", -i))
+        text, shown = bounded(header, items, self.limits.max_result_chars, "messages", drop)
+        return ToolResult(text, ids_in(shown, "message_id"))
+
+    # -- session_outline -----------------------------------------------------------------------
+
+    def session_outline(self, args: dict[str, Any]) -> ToolResult:
+        session = arg_int(args, "session", None, 0, 1 << 31)
+        if session is None:
+            raise ToolArgumentError("argument 'session' (a session number) is required")
+        turns = session_user_turns(self.driver, self.database, session, self._limits())
+        header: dict[str, Any] = {"session": session, "date": self._session_dates().get(session)}
+        items = [[h.id, cut(h.text, self.limits.outline_chars)] for h in turns]
+        if not items:
+            header["note"] = f"session {session} has no messages; sessions: {sorted(self._session_dates())}"
+        text, shown = bounded(header, items, self.limits.max_result_chars, "user_turns")  # [message id, head]
+        return ToolResult(text, sorted(int(i[0]) for i in shown))
 
     # -- standing_rules ------------------------------------------------------------------------
 

@@ -123,6 +123,8 @@ def test_every_result_is_bounded(graph, embedder):
         assert result.chars <= 700, name
     cut_read = small.call("read_messages", {"ids": [LONG_MESSAGE_ID]})
     assert CUT_MARKER.split("{")[0] in cut_read.text
+    for name, args in [("topic_sessions", {"topic": "the move"}), ("session_outline", {"session": 3})]:
+        assert small.call(name, args).chars <= 700, name
 
 
 def test_cypher_reads_caps_rows_and_returns_errors_as_text(box, graph):
@@ -211,3 +213,30 @@ def test_a_question_under_a_standing_rule_gets_the_rule(graph, embedder):
     assert 2 in [mid for mid, _ in _messages(hits)]  # "Please always answer me in bullet points ..."
     assert hits[[h.id for h in hits].index(2)].ranks.get("rules") == 1
 
+
+def test_topic_sessions_shows_the_topic_in_every_session_in_chat_order(box):
+    result = box.call("topic_sessions", {"topic": "my move to Lisbon", "per_session": 1})
+    doc = json.loads(result.text)
+    assert not result.is_error and doc["topic"] == "my move to Lisbon"
+    rows = [(m["session"], m["message_id"], m["role"]) for m in doc["messages"]]
+    # one user turn per session, each followed by the reply to it, sessions in order
+    assert [r for r in rows if r[2] == "user"] == [(1, 0, "user"), (2, 4, "user"), (3, 8, "user")]
+    assert rows[:2] == [(1, 0, "user"), (1, 1, "assistant")]
+    assert (2, 5, "assistant") in rows and (3, 9, "assistant") in rows
+    assert result.message_ids == [0, 1, 4, 5, 8, 9]
+    alone = json.loads(box.call("topic_sessions", {"topic": "my move to Lisbon", "per_session": 1,
+                                                   "replies": False}).text)
+    assert [m["message_id"] for m in alone["messages"]] == [0, 4, 8]
+    assert box.call("topic_sessions", {"topic": "Lisbon", "replies": "yes"}).is_error
+
+
+def test_session_outline_lists_the_user_turns_of_one_session(box):
+    result = box.call("session_outline", {"session": 2})
+    doc = json.loads(result.text)
+    assert doc["session"] == 2 and doc["date"] == "2024-03-15"
+    assert [row[0] for row in doc["user_turns"]] == [4, 6] and result.message_ids == [4, 6]
+    assert doc["user_turns"][0][1].startswith("Update: the move to Lisbon is pushed back")
+    assert len(doc["user_turns"][1][1]) <= 160 + len("…[cut: 999 more characters]")
+    empty = json.loads(box.call("session_outline", {"session": 7}).text)
+    assert empty["user_turns"] == [] and "sessions: [1, 2, 3]" in empty["note"]
+    assert box.call("session_outline", {}).is_error
