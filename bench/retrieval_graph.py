@@ -15,8 +15,8 @@ real local Neo4j, and each question is put to the agent's tools as the agent wou
 *Budgeted recall* (issue 27): the share of a question's source messages that the tools' output
 shows within a budget of tool-output tokens (2,000 and 4,000; cl100k tokens of the results as the
 agent reads them, in call order; the result that crosses the budget counts up to the cut). Two
-call plans: ``search only`` is the agent's first search (``AgentConfig().first_search_hits`` hits) and
-then ``hybrid_search`` for 25 hits; ``toolset`` is the same first search, then ``topic_sessions``
+call plans: ``search only`` is the agent's first search (``AgentConfig``'s first_search_hits and
+first_search_kind, as the harness runs it) and then ``hybrid_search`` for 25 hits; ``toolset`` is the same first search, then ``topic_sessions``
 with the question, then ``session_outline`` of every session in order.
 
 The extraction model is the scripted instant extractor of bench/ingest_cost.py, run on the real
@@ -54,7 +54,7 @@ ROWS = ("first search", "first search, messages only", "graph tools", "first sea
 GRAPH_TOOLS = (("entity_statements", "name"), ("timeline", "topic"))
 BUDGETS = (2000, 4000)
 PLANS = ("search only", "toolset")
-FIRST_SEARCH_HITS = AgentConfig().first_search_hits  # what every question starts from
+FIRST_SEARCH = {"limit": AgentConfig().first_search_hits, "kind": AgentConfig().first_search_kind}  # every question's start
 _SHOWN = (re.compile(r'"message_id":(\d+)'), re.compile(r'"message_ids":\[([\d,]*)'), re.compile(r'\[(\d+),"'))
 
 
@@ -68,7 +68,7 @@ def ids_shown(text: str) -> set[int]:
 
 
 def plan_calls(plan: str, question: str, sessions: list[int]) -> list[tuple[str, dict]]:
-    first = ("hybrid_search", {"query": question, "limit": FIRST_SEARCH_HITS})
+    first = ("hybrid_search", {"query": question, **FIRST_SEARCH})
     if plan == "search only":
         return [first, ("hybrid_search", {"query": question, "limit": 25})]
     return [first, ("topic_sessions", {"topic": question}),

@@ -138,7 +138,9 @@ def read_messages_spec(limits: "ToolLimits") -> dict[str, Any]:
         (
             "The exact text of messages, by id (a list) or by an id range (from_id..to_id, "
             f"inclusive), at most {limits.max_messages} messages per call, each with its role, "
-            "session and date. Very long messages are cut with a marker."),
+            f"session and date. One message shows up to {limits.message_chars} characters; several "
+            f"share {limits.read_chars}, so ask for one id to read a long message. Cut text ends "
+            "with a marker."),
         {
             "ids": {"type": "array", "items": {"type": "integer"}, "description": "Message ids."},
             "from_id": {"type": "integer", "description": "First id of a range."},

@@ -28,9 +28,10 @@ __all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolLimits", "ToolResu
 @dataclass(frozen=True)
 class ToolLimits:
     max_result_chars: int = 6000
-    snippet_chars: int = 300
+    snippet_chars: int = 200
     statement_chars: int = 400
-    message_chars: int = 2500
+    message_chars: int = 2500  # one message read alone
+    read_chars: int = 2000  # the text of all messages of one read_messages call, shared evenly
     max_messages: int = 10
     max_search_hits: int = 25
     max_statements: int = 60
@@ -191,17 +192,18 @@ class ToolBox:
             raise ToolArgumentError("argument 'kind' must be 'any', 'messages' or 'statements'")
         hits = hybrid_search(self.driver, self.database, query, self.embedder, limit=limit, kind=kind,
                              limits=self._limits())
-        items = [self._hit_item(rank, h) for rank, h in enumerate(hits, 1)]
+        items = [self._hit_item(h) for h in hits]
         text, shown = bounded({"query": query}, items, self.limits.max_result_chars)
         if not items:
             text = dumps({"query": query, "results": [], "note": "nothing found; try other words"})
         return ToolResult(text, ids_in(shown, "message_id", "message_ids"))
 
-    def _hit_item(self, rank: int, hit: SearchHit) -> dict[str, Any]:
+    def _hit_item(self, hit: SearchHit) -> dict[str, Any]:
+        # best first: the list's order is the rank
         if hit.kind == "message":
-            return {"rank": rank, "kind": "message", "message_id": hit.id, "role": hit.role,
+            return {"kind": "message", "message_id": hit.id, "role": hit.role,
                     "session": hit.session, "date": hit.date, "snippet": cut(hit.text, self.limits.snippet_chars)}
-        return {"rank": rank, "kind": "statement", "statement_id": hit.id, "type": hit.statement_type,
+        return {"kind": "statement", "statement_id": hit.id, "type": hit.statement_type,
                 "session": hit.session, "date": hit.date, "superseded": bool(hit.superseded),
                 "message_ids": hit.message_ids, "snippet": cut(hit.text, self.limits.snippet_chars)}
 
@@ -366,12 +368,16 @@ class ToolBox:
                    [(m)-[:IN_SESSION]->(s:Session) | [s.number, s.date]] AS sessions
             ORDER BY m.id
             """, {"ids": wanted})
+        # one message gets message_chars; several share read_chars (the agent asks for fewer ids,
+        # or one, to see more of each): an agent's prompt grows with every read
+        each = self.limits.message_chars if len(rows) <= 1 else min(
+            self.limits.message_chars, max(self.limits.snippet_chars, self.limits.read_chars // len(rows)))
         items = []
         for r in rows:
             session, date = first_session(r["sessions"])
             items.append({"message_id": r["id"], "role": r["role"],
                           "session": session if session is not None else r["node_session"],
-                          "date": date, "text": cut(r["text"], self.limits.message_chars)})
+                          "date": date, "text": cut(r["text"], each)})
         header: dict[str, Any] = {}
         found = {i["message_id"] for i in items}
         missing = [i for i in wanted if i not in found]

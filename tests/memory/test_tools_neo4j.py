@@ -127,6 +127,20 @@ def test_every_result_is_bounded(graph, embedder):
         assert small.call(name, args).chars <= 700, name
 
 
+def test_several_messages_share_one_read_budget(box):
+    """One long message read alone shows message_chars; read with others it gets an even share of
+    read_chars, so reading five messages costs the agent's prompt about read_chars, not five times
+    message_chars (issue 27 point 3)."""
+    limits = ToolLimits()
+    alone = json.loads(box.call("read_messages", {"ids": [LONG_MESSAGE_ID]}).text)["messages"][0]["text"]
+    assert alone.startswith("Here is a long packing checklist") and alone.index("…[cut: ") == limits.message_chars
+    five = json.loads(box.call("read_messages", {"ids": [1, 3, 5, 7, LONG_MESSAGE_ID]}).text)["messages"]
+    assert [m["message_id"] for m in five] == [1, 3, 5, 7, LONG_MESSAGE_ID]
+    long_text = five[-1]["text"]
+    assert long_text.index("…[cut: ") == limits.read_chars // 5
+    assert sum(len(m["text"]) for m in five) < limits.read_chars + 100
+
+
 def test_cypher_reads_caps_rows_and_returns_errors_as_text(box, graph):
     driver, database = graph
     ok = box.call("cypher", {"query": "MATCH (m:Message)-[:IN_SESSION]->(s:Session {number: 2}) "
