@@ -195,14 +195,15 @@ def run_full(server_url: str, workers: int, data: Path, work: Path, mode: str = 
     waiting = waiting_ingest + waiting_answer
     agent_prompts = sorted(q["usage"]["agent"]["prompt_tokens"] for q in record["questions"]
                            if q.get("usage", {}).get("agent"))
+    shown = [q["evidence_recall"] for q in record["questions"] if q.get("evidence_recall") is not None]
     return {"workers": workers, "wall": wall, "usage": usage, "seconds": seconds, "questions": questions,
             "own_per_question": max(0.0, busy - waiting) / questions,
             "own_wall_per_question": max(0.0, wall - waiting / workers) / questions,
             "outcomes": {o: sum(q["outcome"] == o for q in record["questions"]) for o in ("passed", "failed", "error")},
             "cpu_total": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
             "cpu_by_kind": tree.by_kind(), "saturated": tree.saturated_seconds(started),
-            "agent_prompts": agent_prompts, "record_path": record_path, "peak_rss": dict(tree.peak_rss),
-            "peak_total": tree.peak_total, "summary": _summary_section(stdout),
+            "agent_prompts": agent_prompts, "evidence_recall": shown, "record_path": record_path,
+            "peak_rss": dict(tree.peak_rss), "peak_total": tree.peak_total, "summary": _summary_section(stdout),
             "record_bytes": record_path.stat().st_size,
             "trace_bytes": sum(f.stat().st_size for f in record_path.parent.glob("trace*"))}
 
@@ -249,6 +250,10 @@ def print_run(latency: float, r: dict) -> None:
         print(f"   agent prompt tokens per question: mean {sum(prompts) / len(prompts):,.0f}, "
               f"p95 {percentile(prompts, 0.95):,.0f}, "
               f"max {prompts[-1]:,} ({len(prompts)} questions)")
+    shown = r["evidence_recall"]
+    if shown:  # the share of each question's source messages that the agent's tool results held
+        print(f"   recall of what the agent was shown (evidence recall): mean {sum(shown) / len(shown):.3f} "
+              f"({len(shown)} questions with source ids)")
     cores = os.cpu_count() or 1
     kinds = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["cpu_by_kind"].items(), key=lambda kv: -kv[1]))
     answering = sum(r["usage"].get(p, {}).get("seconds", 0.0) for p in ("agent", "judge")) / r["workers"]

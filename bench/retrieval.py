@@ -12,10 +12,13 @@ other fifteen conversations of BEAM's 100K split (265 scored of its 270 non-abst
 
 Methods, measured in one run:
 
-* ``product``, ``hybrid``, ``fulltext``, ``vector``: pytest_beam/memory/search.py on a real Neo4j
-  (the ``hybrid_search`` tool's code, kind=messages), message vectors as ingest makes them.
-  ``product`` is its default path today (the offline ``hybrid-user`` ported), the built-in
-  system's retrieval; ``hybrid`` is the previous default (no user-turn prior).
+* ``product``, ``before``, ``+ordering``, ``+summary``, ``+rules``, ``hybrid``, ``fulltext``,
+  ``vector``: pytest_beam/memory/search.py on a real Neo4j (the ``hybrid_search`` tool's code,
+  kind=messages), messages and vectors as ingest writes them (bench/retrieval_neo4j.py).
+  ``product`` is its default path today, the built-in system's retrieval; ``before`` is the
+  default before issue 27 (``search.PLAIN_POLICY``: RRF with the user-turn prior), and each
+  ``+step`` adds one of the question-aware steps to it alone; ``hybrid`` is the default before the
+  user-turn prior. Paired differences are against ``before``.
 * ``bm25``, ``dense``: the baseline systems' retrieval (pytest_beam/systems).
 * the named configurations of bench/retrieval_methods.py, computed offline over the same lists
   (Lucene's ranking from the Neo4j pass, exact cosine instead of the HNSW index), each one idea
@@ -47,7 +50,8 @@ from retrieval_rank import head, make_cache, order  # noqa: E402
 from smoke_options import add_smoke_options, use_cache  # noqa: E402
 
 BASELINES = ("bm25", "dense")
-PREVIOUS_DEFAULT = "hybrid"
+PREVIOUS_DEFAULT = "before"  # the product's search before issue 27: each idea is measured against it
+STEPS = ("+ordering", "+summary", "+rules")
 PRODUCT = "product"  # memory/search.py's default path on a real Neo4j: what the built-in agent's search runs
 
 
@@ -153,7 +157,7 @@ def main() -> int:
         unscored = sum(c.unscored for c in convs if c.group == group)
         if unscored:
             print(f"\n({group}: {unscored} non-abstention questions without source ids are not scored)")
-        print_group(group, qids, results, names, [PREVIOUS_DEFAULT, PRODUCT])
+        print_group(group, qids, results, names, [PREVIOUS_DEFAULT, *STEPS, PRODUCT])
         summary[group] = {name: {str(k): round(sum(results[name][q][i] for q in qids) / len(qids), 4)
                                  for i, k in enumerate(KS)} for name in names}
     for spec, cache in caches.items():

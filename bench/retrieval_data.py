@@ -3,6 +3,8 @@
 Dev is the full set's conversations (1, 4, 6, 13, 17), the only ones anything is tuned on;
 held-out is the other fifteen conversations of BEAM's 100K split. A question is scored when it
 is not an abstention question and has source message ids (five held-out questions have none).
+Messages are what a memory system ingests: without the generator's plan markers
+(``strip_document``), as the harness hands them over by default.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from pytest_beam.data.markers import strip_document
 from pytest_beam.data.sets import FULL_CONVERSATIONS, known_bad_rubrics, session_documents
 from pytest_beam.data.sources import load_local
 
@@ -57,7 +60,7 @@ def load_conversations(data: Path, groups: Sequence[str]) -> list[Conversation]:
     out = []
     for group, cid in wanted:
         conv = corpus.conversations[cid]
-        docs = tuple(session_documents(conv))
+        docs = tuple(strip_document(d) for d in session_documents(conv))
         messages = [Message(m.id, m.role, m.text, d.session_number) for d in docs for m in d.messages]
         messages.sort(key=lambda m: m.id)
         asked = [q for q in corpus.questions.values() if q.conversation_id == cid and q.ability != "abstention"]

@@ -12,6 +12,13 @@ real local Neo4j, and each question is put to the agent's tools as the agent wou
   in the question, as the tools return them (cut to what the agent would see). Their recall alone,
   and added to the first search, with the number of distinct messages they add.
 
+*Budgeted recall* (issue 27): the share of a question's source messages that the tools' output
+shows within a budget of tool-output tokens (2,000 and 4,000; cl100k tokens of the results as the
+agent reads them, in call order; the result that crosses the budget counts up to the cut). Two
+call plans: ``search only`` is the agent's first search (``AgentConfig``'s first_search_hits and
+first_search_kind, as the harness runs it) and then ``hybrid_search`` for 25 hits; ``toolset`` is the same first search, then ``topic_sessions``
+with the question, then ``session_outline`` of every session in order.
+
 The extraction model is the scripted instant extractor of bench/ingest_cost.py, run on the real
 chunk prompts and on the question as a one-message excerpt: capitalised names, measures, rules
 and preferences of the text, deterministic. A real model's entities and statements differ (they
@@ -27,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -40,8 +48,48 @@ from retrieval_data import groups_for, load_conversations, mean_se, recall, smok
 from retrieval_neo4j import clear_database  # noqa: E402
 from smoke_options import add_smoke_options, use_cache  # noqa: E402
 
+from pytest_beam.memory.agent import AgentConfig  # noqa: E402
+
 ROWS = ("first search", "first search, messages only", "graph tools", "first search + graph tools")
 GRAPH_TOOLS = (("entity_statements", "name"), ("timeline", "topic"))
+BUDGETS = (2000, 4000)
+PLANS = ("search only", "toolset")
+FIRST_SEARCH = {"limit": AgentConfig().first_search_hits, "kind": AgentConfig().first_search_kind}  # every question's start
+_SHOWN = (re.compile(r'"message_id":(\d+)'), re.compile(r'"message_ids":\[([\d,]*)'), re.compile(r'\[(\d+),"'))
+
+
+def ids_shown(text: str) -> set[int]:
+    """Message ids a (possibly cut) tool result shows: message hits, statements' sources, outline rows."""
+    out: set[int] = set()
+    for pattern in _SHOWN:
+        for match in pattern.findall(text):
+            out.update(int(i) for i in match.split(",") if i)
+    return out
+
+
+def plan_calls(plan: str, question: str, sessions: list[int]) -> list[tuple[str, dict]]:
+    first = ("hybrid_search", {"query": question, **FIRST_SEARCH})
+    if plan == "search only":
+        return [first, ("hybrid_search", {"query": question, "limit": 25})]
+    return [first, ("topic_sessions", {"topic": question}),
+            *(("session_outline", {"session": s}) for s in sessions)]
+
+
+def budgeted(texts: list[str], budget: int) -> set[int]:
+    """Ids shown by the results in order until ``budget`` tokens (the crossing result up to the cut)."""
+    from pytest_beam.memory.tokens import count_tokens, split_by_tokens
+
+    used, shown = 0, set()
+    for text in texts:
+        tokens = count_tokens(text)
+        if used + tokens <= budget:
+            shown |= ids_shown(text)
+            used += tokens
+            continue
+        if budget > used:
+            shown |= ids_shown(split_by_tokens(text, budget - used)[0])
+        break
+    return shown
 
 
 def question_entities(question: str) -> list[str]:
@@ -60,9 +108,20 @@ def measure_conversation(conv, driver, database: str, client, embedder) -> dict[
     ingest_documents(driver, database, [strip_document(d) for d in conv.documents], client, embedder,
                      IngestConfig())
     tools = ToolBox(driver, database, embedder)
+    sessions = sorted({d.session_number for d in conv.documents})
     out: dict[str, dict] = {}
     for q in conv.questions:
         sources = set(q.source_message_ids)
+        budget_rows: dict[str, float] = {}
+        for plan in PLANS:
+            texts = []
+            for tool, arguments in plan_calls(plan, q.question, sessions):
+                result = tools.call(tool, arguments)
+                if result.is_error:
+                    raise RuntimeError(f"{tool}({arguments}) on conversation {conv.id}: {result.text[:300]}")
+                texts.append(result.text)
+            for budget in BUDGETS:
+                budget_rows[f"{plan} @{budget}"] = len(sources & budgeted(texts, budget)) / len(sources)
         first = tools.call("hybrid_search", {"query": q.question})
         first_ten = _distinct(first.message_ids)[:10]
         messages = tools.call("hybrid_search", {"query": q.question, "kind": "messages"})
@@ -82,6 +141,7 @@ def measure_conversation(conv, driver, database: str, client, embedder) -> dict[
             "graph tools": recall(sources, graph, len(graph) or 1) if graph else 0.0,
             "first search + graph tools": recall(sources, both, len(both)),
             "added": len(both) - len(first_ten), "entities": len(names), "ability": q.ability,
+            **budget_rows,
         }
     return out
 
@@ -103,8 +163,20 @@ def print_group(group: str, rows: dict[str, dict]) -> dict[str, float]:
         with_entity = sum(1 for q in sub if rows[q]["entities"]) / len(sub)
         label = f"**{ability}**" if ability == "all" else ability
         print(f"| {label} | {len(sub)} | " + " | ".join(cells) + f" | {added:.1f} | {with_entity:.0%} |")
-    return {name: round(mean_se([rows[q][name] for q in qids])[0], 4) for name in ROWS} | {
-        "added": round(sum(rows[q]["added"] for q in qids) / len(qids), 2)}
+    budget_names = [f"{plan} @{budget}" for budget in BUDGETS for plan in PLANS]
+    print(f"\n{group}: budgeted recall of source messages within N tokens of tool output "
+          "(search only: first search, then 25 hits; toolset: first search, topic_sessions, session outlines)\n")
+    print("| ability | n | " + " | ".join(budget_names) + " |")
+    print("|---|---|" + "---|" * len(budget_names))
+    for ability in [*abilities, "all"]:
+        sub = [q for q in qids if ability == "all" or rows[q]["ability"] == ability]
+        cells = ["{:.3f} ± {:.3f}".format(*mean_se([rows[q][name] for q in sub])) for name in budget_names]
+        label = f"**{ability}**" if ability == "all" else ability
+        print(f"| {label} | {len(sub)} | " + " | ".join(cells) + " |")
+    summary = {name: round(mean_se([rows[q][name] for q in qids])[0], 4) for name in (*ROWS, *budget_names)}
+    summary["by_ability"] = {a: {name: round(mean_se([rows[q][name] for q in qids if rows[q]["ability"] == a])[0], 4)
+                                 for name in budget_names} for a in abilities}
+    return summary | {"added": round(sum(rows[q]["added"] for q in qids) / len(qids), 2)}
 
 
 def main() -> int:

@@ -1,11 +1,16 @@
 """The Neo4j pass of bench/retrieval.py: the agent's own search code on a real graph.
 
-Per conversation: Message:Searchable nodes with vectors made as ingest makes them (the first
+Per conversation: sessions and messages written as ingest writes them (``message_rows``, with
+their standing-rule cues, through ``store``), vectors made as ingest makes them (the first
 MESSAGE_EMBED_WORDS words), one local Neo4j, the database cleared between conversations. Per
-question: ``search.hybrid_search`` (the ``hybrid_search`` tool's code) with method hybrid,
-fulltext and vector at limit max(KS), and the Lucene full-text list at depth 100 (the lexical
-side the offline methods fuse). The lists are written to the bench cache so that tuning runs
+question: ``search.hybrid_search`` (the ``hybrid_search`` tool's code) at limit max(KS) under
+each method of NEO4J_METHODS, and the Lucene full-text list at depth 100 (the lexical side the
+offline methods fuse). The lists are written to the bench cache so that tuning runs
 (``--reuse-neo4j``) need no Neo4j.
+
+``before`` is the search before issue 27 (``search.PLAIN_POLICY``); ``+ordering``, ``+summary``
+and ``+rules`` each add one question-aware step to it alone; ``product`` is today's default
+(``search.SearchPolicy()``), what the built-in agent's search runs.
 """
 
 from __future__ import annotations
@@ -15,20 +20,41 @@ import sys
 import time
 from typing import Any
 
-from pytest_beam.memory import search
+from dataclasses import replace
+
+from pytest_beam.memory import search, store
 from pytest_beam.memory.graph_schema import install_schema
+from pytest_beam.memory.ingest import message_rows
 from pytest_beam.services.access import run_write
 
 from retrieval_data import KS, Conversation
 from retrieval_rank import VectorCache, cache_dir, head
 
-# "hybrid" is the previous default (no user-turn prior); "product" is memory/search.py's own
-# default path today, measured through the real Neo4j indexes.
-NEO4J_METHODS = ("hybrid", "fulltext", "vector", "product")
+# "hybrid" is the default before the user-turn prior; "before" the default before issue 27;
+# "product" is memory/search.py's own default path today, measured through the real Neo4j indexes.
+POLICIES: dict[str, search.SearchPolicy] = {
+    "before": search.PLAIN_POLICY,
+    "+ordering": replace(search.PLAIN_POLICY, ordering=True),
+    "+summary": replace(search.PLAIN_POLICY, summary=True),
+    "+rules": replace(search.PLAIN_POLICY, rule_weight=search.RULE_WEIGHT),
+    "product": search.SearchPolicy(),
+}
+NEO4J_METHODS = ("hybrid", "fulltext", "vector", *POLICIES)
+
+
+class QueryEmbedder:
+    """The product's embedder as search.py calls it, answering from the bench's vector cache."""
+
+    def __init__(self, cache: VectorCache) -> None:
+        self.cache = cache
+        self.dimensions = int(cache.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [v.tolist() for v in self.cache.embed(list(texts), "query")]
 
 
 def lists_path(cache: VectorCache, words: int) -> Any:
-    return cache_dir() / f"neo4j-lists-{cache.path.stem}-w{words}.json"
+    return cache_dir() / f"neo4j-lists-v27-{cache.path.stem}-w{words}.json"  # v27: stripped, policies
 
 
 def clear_database(driver: Any, database: str) -> None:
@@ -43,22 +69,14 @@ def _load(driver: Any, database: str, conv: Conversation, cache: VectorCache, wo
     clear_database(driver, database)
     dims = int(cache.embed(["dimension probe"]).shape[1])
     install_schema(driver, database, dims)
-    vectors = cache.embed([head(m.text, words) for m in conv.messages])
-    sessions = [{"number": d.session_number, "date": d.session_date} for d in conv.documents]
-    rows = [{"id": m.id, "role": m.role, "text": m.text, "session": m.session, "embedding": v.tolist()}
-            for m, v in zip(conv.messages, vectors)]
-    run_write(driver, database, "UNWIND $rows AS r MERGE (:Session {number: r.number, date: r.date})",
-              {"rows": sessions})
-    for start in range(0, len(rows), 200):
-        run_write(
-            driver, database,
-            """
-            UNWIND $rows AS r
-            MATCH (s:Session {number: r.session})
-            CREATE (m:Message:Searchable {id: r.id, role: r.role, text: r.text, order: r.id,
-                                          session: r.session, embedding: r.embedding})
-            CREATE (m)-[:IN_SESSION]->(s)
-            """, {"rows": rows[start:start + 200]})
+    rows = message_rows(list(conv.documents))
+    vectors = cache.embed([head(r["text"], words) for r in rows])
+    store.write_sessions(driver, database, [
+        {"number": d.session_number, "date": d.session_date.isoformat() if d.session_date else None}
+        for d in conv.documents])
+    store.write_messages(driver, database, rows)
+    store.set_message_embeddings(driver, database, [{"id": r["id"], "embedding": v.tolist()}
+                                                    for r, v in zip(rows, vectors)])
     run_write(driver, database, "CALL db.awaitIndexes(300)")
 
 
@@ -81,18 +99,20 @@ def neo4j_lists(convs: list[Conversation], cache: VectorCache, words: int,
     service = select_provider("local").create("bench-retrieval")
     conn = service.start()
     driver = open_driver(conn, notifications_min_severity="OFF")
+    embedder = QueryEmbedder(cache)
     try:
         for conv in convs:
             t0 = time.monotonic()
             _load(driver, conn.database, conv, cache, words)
             for q in conv.questions:
-                vec = cache.embed([q.question], "query")[0].tolist()
                 row = {}
                 for method in NEO4J_METHODS:
-                    prior = {"user_weight": 1.0} if method == "hybrid" else {}
+                    options: dict[str, Any] = {"policy": POLICIES.get(method, search.PLAIN_POLICY)}
+                    if method == "hybrid":
+                        options["user_weight"] = 1.0
                     row[method] = _ids(search.hybrid_search(
-                        driver, conn.database, q.question, None, limit=max(KS), kind="messages",
-                        method="hybrid" if method == "product" else method, embedding=vec, **prior))
+                        driver, conn.database, q.question, embedder, limit=max(KS), kind="messages",
+                        method="hybrid" if method in POLICIES else method, **options))
                 row["lucene"] = _ids(search.fulltext_search(driver, conn.database, q.question, 100, "messages"))
                 stored[q.id] = row
             print(f"  neo4j: conv {conv.id}, {len(conv.messages)} messages, {len(conv.questions)} questions, "

@@ -57,7 +57,8 @@ from .search import Embedder
 from .tools import ToolBox, ToolLimits, ToolResult
 
 ToolMode = Literal["native", "json", "auto"]
-ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_rules", "read_messages", "cypher"]
+ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_rules", "topic_sessions",
+                   "session_outline", "read_messages", "cypher"]
 AGENT_ROLE = "agent"
 FLAG_AGENT_FAILURE = "agent_failure"
 FLAG_TIMEOUT = "timeout"
@@ -73,7 +74,13 @@ class AgentConfig:
     final_max_tokens: int = 1024
     limits: ToolLimits = ToolLimits()
     trace_text_chars: int = 2000  # model text kept in the trace per step
-    first_search_hits: int = 8  # hits of the harness's own first search (0: the model starts alone)
+    # The harness's own first search: its hits (0: the model starts alone) and what it searches.
+    # 6 messages, not 8 messages and statements: on the full set the agent is then shown more of
+    # the evidence (a statement hit repeats a message the list often holds already) in a shorter
+    # prompt at every step (bench/overhead.py, README "Harness overhead"); the model can still
+    # search statements (hybrid_search kind=any) and call entity_statements.
+    first_search_hits: int = 6
+    first_search_kind: Literal["any", "messages", "statements"] = "messages"
 
     def __post_init__(self) -> None:
         if self.tool_mode not in ("native", "json", "auto"):
@@ -82,6 +89,8 @@ class AgentConfig:
             raise ValueError("max_steps must be at least 1")
         if self.first_search_hits < 0:
             raise ValueError("first_search_hits must be 0 or more")
+        if self.first_search_kind not in ("any", "messages", "statements"):
+            raise ValueError(f"first_search_kind must be 'any', 'messages' or 'statements', not {self.first_search_kind!r}")
 
 
 class AgentAction(BaseModel):
@@ -231,7 +240,8 @@ def _first_search(run: _Run) -> _FirstSearch | None:
     hits = run.config.first_search_hits
     if hits == 0:
         return None
-    arguments = {"query": run.question.question, "limit": min(hits, run.config.limits.max_search_hits)}
+    arguments = {"query": run.question.question, "limit": min(hits, run.config.limits.max_search_hits),
+                 "kind": run.config.first_search_kind}
     run.note("first_search", hits=arguments["limit"])
     return _FirstSearch(arguments, run.run_tool("hybrid_search", arguments, FIRST_SEARCH_CALL_ID))
 

@@ -5,7 +5,9 @@ no time and no order; the Session node is the only clock.
 
 Nodes
   (:Session {number, date})                         date: Neo4j DATE or null
-  (:Message:Searchable {id, role, text, order, session, embedding})
+  (:Message:Searchable {id, role, text, order, session, cue, embedding})
+                                                    cue: 'instruction', 'preference' or null
+                                                    (message_cues.py)
   (:Chunk {id, index, session, message_ids, tokens})
   (:Entity:<Person|Place|Organization|Tool|Topic|Event> {id, name, norm_name, summary, embedding,
       date})                                        date: an Event's stated date, as said

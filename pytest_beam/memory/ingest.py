@@ -78,7 +78,7 @@ def ingest_documents(
 
     ordered = document_order(documents)
     chunks = chunk_documents(ordered, config.chunk_tokens)
-    messages = _messages_of(ordered)
+    messages = message_rows(ordered)
     notes: list[str] = []
     empty: list[str] = []
     # Three kinds of work overlap: the extraction calls wait on the model, embeddings are CPU (two
@@ -198,8 +198,11 @@ def _extraction_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
         pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
-def _messages_of(documents: list[Document]) -> list[dict[str, Any]]:
-    """Each message once, in conversation order."""
+def message_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
+    """Each message once, in conversation order, as ingest writes it (``store.write_messages``):
+    id, role, text, order, session, and its standing-rule cue (``message_cues``)."""
+    from .message_cues import message_cue
+
     messages: list[dict[str, Any]] = []
     seen: set[int] = set()
     for document in documents:
@@ -208,7 +211,8 @@ def _messages_of(documents: list[Document]) -> list[dict[str, Any]]:
                 continue
             seen.add(message.id)
             messages.append({"id": message.id, "role": message.role, "text": message.text,
-                             "order": len(messages), "session": document.session_number})
+                             "order": len(messages), "session": document.session_number,
+                             "cue": message_cue(message.text, message.role)})
     return messages
 
 

@@ -13,6 +13,18 @@ Each method returns up to ``depth`` candidates; a node's fused score is
 has a tie-breaker (score, then kind, then id), so the same graph always gives the same list: the
 recorded model replies are replayed keyed by the exact request, and tool results feed requests.
 
+Some questions need more than one ranking (``query_intent.py``; each step measured alone in
+bench/retrieval.py against the search before it, README "Retrieval"), under a
+:class:`SearchPolicy`:
+
+* ordering ("the order in which I brought up ..."): the topic words only, a deeper pool, user turns
+  only (the evidence is the user's own turns, one per topic, spread over the sessions);
+* summary ("a summary of how my ... progressed"): the topic words only, no user-turn prior, and
+  each user turn followed by the assistant reply that answered it;
+* any other question: the standing instruction (a user turn ingest cued as one, ``message_cues``)
+  closest to the question joins the fusion as a third, one-item ranking, since a question that
+  falls under a rule rarely shares its words.
+
 Everything here is parametrised Cypher; nothing a user or the chat wrote is spliced into a query.
 """
 
@@ -25,6 +37,7 @@ from typing import Any, Iterable, Literal, Protocol, Sequence
 
 from ..services.access import AGENT_READS, ReadLimits, run_read
 from .graph_schema import FULLTEXT_INDEX, VECTOR_INDEX
+from .query_intent import question_intent, topic_words
 
 Kind = Literal["message", "statement"]
 Method = Literal["hybrid", "fulltext", "vector"]
@@ -43,6 +56,25 @@ MIN_DEPTH = 40
 # while long assistant replies crowd the top of both rankings. Chosen on the full set's five
 # conversations only; held-out recall@10 0.547 -> 0.614 (bench/retrieval.py, README "Retrieval").
 USER_TURN_WEIGHT = 2.5
+#: Candidates per ranking for an ordering question: its evidence ranks deep (one turn per topic).
+ORDERING_DEPTH = 150
+#: Weight of the closest standing instruction in the fusion (a one-item ranking); 0 turns it off.
+RULE_WEIGHT = 0.5
+RULE_CUE = "instruction"
+
+
+@dataclass(frozen=True)
+class SearchPolicy:
+    """Which question-aware steps ``hybrid_search`` takes (module docstring); each can be turned
+    off alone, as bench/retrieval.py measures them."""
+
+    ordering: bool = True
+    summary: bool = True
+    rule_weight: float = RULE_WEIGHT
+
+
+#: The search as it was before the question-aware steps (the baseline bench/retrieval.py reports).
+PLAIN_POLICY = SearchPolicy(ordering=False, summary=False, rule_weight=0.0)
 
 #: Characters with a meaning in Lucene's classic query syntax (``&&`` and ``||`` are covered by
 #: their single characters).
@@ -159,6 +191,21 @@ VECTOR_CYPHER = (
 )
 
 
+# The standing instructions closest to the query vector (exact cosine: a conversation has a few).
+RULE_CYPHER = (
+    "MATCH (node:Message) WHERE node.cue = $cue AND node.embedding IS NOT NULL\n"
+    "WITH node, vector.similarity.cosine(node.embedding, $embedding) AS score\n"
+    "ORDER BY score DESC, node.id LIMIT $limit\n" + _PROJECTION
+)
+# The assistant reply right after each of the given user turns, in the same session.
+REPLY_CYPHER = (
+    "MATCH (hit:Message) WHERE hit.id IN $ids AND hit.role = 'user'\n"
+    "MATCH (node:Message) WHERE node.order = hit.order + 1 AND node.session = hit.session\n"
+    "  AND node.role = 'assistant'\n"
+    "WITH node, 0.0 AS score\n" + _PROJECTION
+)
+
+
 def _rows_to_hits(rows: Iterable[Any]) -> list[SearchHit]:
     hits = []
     for r in rows:
@@ -245,30 +292,126 @@ def rrf_fuse(rankings: dict[str, list[SearchHit]], rrf_k: float = DEFAULT_RRF_K,
     return out
 
 
+def rule_search(driver: Any, database: str, embedding: Sequence[float], limit: int = 1,
+                limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
+    """The standing instructions (messages ingest cued ``instruction``) closest to ``embedding``."""
+    rows = read_graph(driver, database, RULE_CYPHER,
+                      {"cue": RULE_CUE, "embedding": [float(x) for x in embedding], "limit": int(limit)}, limits)
+    return _rows_to_hits(rows)
+
+
+def with_replies(driver: Any, database: str, hits: list[SearchHit],
+                 limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
+    """``hits`` with the assistant reply to each user-turn hit placed right after it (once)."""
+    users = [h.id for h in hits if h.kind == "message" and h.role == "user"]
+    replies: dict[int, SearchHit] = {}
+    if users:
+        for reply in _rows_to_hits(read_graph(driver, database, REPLY_CYPHER, {"ids": users}, limits)):
+            replies[int(reply.order) - 1] = reply
+    out: list[SearchHit] = []
+    seen: set[tuple[str, str]] = set()
+    for hit in hits:
+        group = [hit]
+        if hit.kind == "message" and hit.role == "user" and hit.order is not None and hit.order in replies:
+            reply = replies[hit.order]
+            group.append(SearchHit(**{**reply.__dict__, "score": hit.score, "ranks": {"reply_to": int(hit.id)}}))
+        for h in group:
+            if h.key not in seen:
+                seen.add(h.key)
+                out.append(h)
+    return out
+
+
 def hybrid_search(driver: Any, database: str, text: str, embedder: Embedder | None, limit: int = 10,
                   kind: str = "any", method: Method = "hybrid", rrf_k: float = DEFAULT_RRF_K,
                   depth: int | None = None, embedding: Sequence[float] | None = None,
                   weights: dict[str, float] | None = None, limits: ReadLimits = AGENT_READS,
-                  user_weight: float = USER_TURN_WEIGHT) -> list[SearchHit]:
+                  user_weight: float = USER_TURN_WEIGHT, policy: SearchPolicy | None = None) -> list[SearchHit]:
     """The top ``limit`` hits for ``text``.
 
     ``method`` picks hybrid (RRF of both), or one method alone (for the benchmark). Without an
-    embedder (or embedding), hybrid falls back to full-text alone.
+    embedder (or embedding), hybrid falls back to full-text alone. ``policy`` (default: every
+    question-aware step) applies to hybrid only. An ``embedding`` given is the vector of ``text``
+    itself: a routed question whose query becomes its topic words needs the ``embedder``.
     """
     if kind not in _KIND_FILTER:
         raise ValueError(f"kind must be one of {sorted(_KIND_FILTER)}, not {kind!r}")
+    policy = policy if policy is not None else SearchPolicy()
+    intent = question_intent(text) if method == "hybrid" else "plain"
+    ordering = intent == "ordering" and policy.ordering
+    summary = intent == "summary" and policy.summary
+    query = text
+    if ordering or summary:
+        topic = topic_words(text)
+        if topic != text and (embedder is not None or embedding is None):
+            query, embedding = topic, None  # a given embedding is the full question's
+    if ordering:
+        depth = max(depth or 0, ORDERING_DEPTH)
+    if summary:
+        user_weight = 1.0
     depth = int(depth if depth is not None else max(MIN_DEPTH, DEFAULT_DEPTH_FACTOR * limit))
     depth = max(depth, limit)
     rankings: dict[str, list[SearchHit]] = {}
     if method in ("hybrid", "fulltext"):
-        rankings["fulltext"] = fulltext_search(driver, database, text, depth if method == "hybrid" else limit,
+        rankings["fulltext"] = fulltext_search(driver, database, query, depth if method == "hybrid" else limit,
                                                kind, limits)
+    vec: Sequence[float] | None = None
     if method in ("hybrid", "vector") and (embedder is not None or embedding is not None):
-        vec = embedding if embedding is not None else embedder.embed([text])[0]  # type: ignore[union-attr]
+        vec = embedding if embedding is not None else embedder.embed([query])[0]  # type: ignore[union-attr]
         rankings["vector"] = vector_search_by_embedding(
             driver, database, vec, depth if method == "hybrid" else limit, kind, limits)
     if method != "hybrid":
         return [SearchHit(**{**h.__dict__, "ranks": {method: i}}) for i, h in
                 enumerate(rankings.get(method, []), 1)][:limit]
-    return rrf_fuse(rankings, rrf_k=rrf_k, weights=weights if weights is not None else DEFAULT_WEIGHTS,
-                    user_weight=user_weight)[:limit]
+    weights = dict(weights if weights is not None else DEFAULT_WEIGHTS)
+    if policy.rule_weight > 0 and intent == "plain" and vec is not None and kind in ("any", "messages"):
+        rankings["rules"] = rule_search(driver, database, vec, 1, limits)
+        weights["rules"] = policy.rule_weight
+    fused = rrf_fuse(rankings, rrf_k=rrf_k, weights=weights, user_weight=user_weight)
+    if ordering:  # the user's own turns (statements stay: they stand for the turns they came from)
+        fused = [h for h in fused if not (h.kind == "message" and h.role != "user")]
+    if summary:
+        fused = with_replies(driver, database, fused[:limit], limits)
+    return fused[:limit]
+
+
+#: How many user turns per session ``topic_by_session`` shows by default (chosen on the dev
+#: conversations: 3 per session found 0.38 of event ordering's and, with replies, 0.33 of
+#: summarization's evidence, against 0.27 / 0.26 for 2; bench/retrieval_graph.py).
+PER_SESSION = 3
+
+
+def topic_by_session(driver: Any, database: str, text: str, embedder: Embedder | None,
+                     per_session: int = PER_SESSION, replies: bool = True,
+                     limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
+    """A topic across the whole chat: in every session, the ``per_session`` user turns that match
+    its topic words best (the ordering route's ranking), in chat order, each followed by the
+    assistant reply to it when ``replies``. For questions about order, change and summaries, whose
+    evidence is one or two turns in each of many sessions, which a top-k list cannot hold."""
+    topic = topic_words(text)
+    fused = hybrid_search(driver, database, topic, embedder, limit=ORDERING_DEPTH, kind="messages",
+                          depth=ORDERING_DEPTH, limits=limits, policy=PLAIN_POLICY)
+    kept: dict[Any, list[SearchHit]] = {}
+    for hit in fused:
+        if hit.role != "user":
+            continue
+        group = kept.setdefault(hit.session, [])
+        if len(group) < per_session:
+            group.append(hit)
+    chosen = sorted((h for group in kept.values() for h in group), key=lambda h: (h.order if h.order is not None else 0, h.id))
+    return with_replies(driver, database, chosen, limits) if replies else chosen
+
+
+SESSION_OUTLINE_CYPHER = """
+MATCH (node:Message) WHERE node.session = $session AND node.role = 'user'
+WITH node, 0.0 AS score ORDER BY node.order
+""" + _PROJECTION
+
+
+def session_user_turns(driver: Any, database: str, session: int,
+                       limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
+    """Every user turn of one session, in chat order (a session's outline)."""
+    rows = read_graph(driver, database, SESSION_OUTLINE_CYPHER, {"session": int(session)}, limits)
+    hits = _rows_to_hits(rows)
+    hits.sort(key=lambda h: (h.order if h.order is not None else 0, h.id))
+    return hits

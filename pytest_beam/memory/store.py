@@ -63,7 +63,7 @@ def write_messages(driver: Any, database: str, rows: list[dict[str, Any]]) -> No
         UNWIND $rows AS row
         MERGE (m:Message {id: row.id})
         SET m:Searchable, m.role = row.role, m.text = row.text, m.order = row.order,
-            m.session = row.session
+            m.session = row.session, m.cue = row.cue
         WITH m, row
         MATCH (s:Session {number: row.session})
         MERGE (m)-[:IN_SESSION]->(s)

@@ -107,13 +107,40 @@ def standing_rules_spec(limits: "ToolLimits") -> dict[str, Any]:
         })
 
 
+def topic_sessions_spec(limits: "ToolLimits") -> dict[str, Any]:
+    return _function(
+        "topic_sessions",
+        (
+            "A topic across every session, in chat order: in each session the user's turns that "
+            "match the topic best, each with the assistant's reply to it. Use it for questions "
+            "about order, change over time, progress or a summary, whose answer is spread over "
+            "sessions."),
+        {
+            "topic": {"type": "string", "description": "The topic, in natural words."},
+            "per_session": {"type": "integer", "minimum": 1, "maximum": limits.max_per_session,
+                            "description": "User turns per session (default 3)."},
+            "replies": {"type": "boolean", "description": "Show the assistant's replies (default true)."},
+        }, required=["topic"])
+
+
+def session_outline_spec(limits: "ToolLimits") -> dict[str, Any]:
+    return _function(
+        "session_outline",
+        (
+            "The outline of one session: every user turn in order, each as [message id, its first "
+            "words]. Use it to see everything the user brought up in a session."),
+        {"session": {"type": "integer", "description": "The session number."}}, required=["session"])
+
+
 def read_messages_spec(limits: "ToolLimits") -> dict[str, Any]:
     return _function(
         "read_messages",
         (
             "The exact text of messages, by id (a list) or by an id range (from_id..to_id, "
             f"inclusive), at most {limits.max_messages} messages per call, each with its role, "
-            "session and date. Very long messages are cut with a marker."),
+            f"session and date. One message shows up to {limits.message_chars} characters; several "
+            f"share {limits.read_chars}, so ask for one id to read a long message. Cut text ends "
+            "with a marker."),
         {
             "ids": {"type": "array", "items": {"type": "integer"}, "description": "Message ids."},
             "from_id": {"type": "integer", "description": "First id of a range."},
@@ -142,4 +169,5 @@ def tool_specs(limits: "ToolLimits") -> dict[str, dict[str, Any]]:
     """Every tool's spec by name, in the order the agent sees them."""
     return {"hybrid_search": hybrid_search_spec(limits), "entity_statements": entity_statements_spec(limits),
             "timeline": timeline_spec(limits), "standing_rules": standing_rules_spec(limits),
+            "topic_sessions": topic_sessions_spec(limits), "session_outline": session_outline_spec(limits),
             "read_messages": read_messages_spec(limits), "cypher": cypher_spec(limits)}

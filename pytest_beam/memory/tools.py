@@ -17,7 +17,8 @@ from ..services.access import AGENT_READS, ReadLimits
 from .cypher_tool import run_cypher_tool
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
 from .names import lookup_forms
-from .search import Embedder, SearchHit, fulltext_search, hybrid_search, id_key, iso, read_graph
+from .search import (PER_SESSION, Embedder, SearchHit, fulltext_search, hybrid_search, id_key, iso, read_graph,
+                     session_user_turns, topic_by_session)
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
 from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
 
@@ -27,13 +28,16 @@ __all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolLimits", "ToolResu
 @dataclass(frozen=True)
 class ToolLimits:
     max_result_chars: int = 6000
-    snippet_chars: int = 300
+    snippet_chars: int = 200
     statement_chars: int = 400
-    message_chars: int = 2500
+    message_chars: int = 2500  # one message read alone
+    read_chars: int = 2000  # the text of all messages of one read_messages call, shared evenly
     max_messages: int = 10
     max_search_hits: int = 25
     max_statements: int = 60
     max_entities: int = 3
+    max_per_session: int = 5  # topic_sessions: user turns per session at most
+    outline_chars: int = 160  # session_outline: the head of each user turn
     reads: ReadLimits = AGENT_READS  # every read of every tool: timeout and row cap
     cypher_max_rows: int = 50  # the Cypher tool shows fewer rows than the others may read
     cypher_value_chars: int = 500
@@ -87,6 +91,8 @@ class ToolBox:
             "entity_statements": self.entity_statements,
             "timeline": self.timeline,
             "standing_rules": self.standing_rules,
+            "topic_sessions": self.topic_sessions,
+            "session_outline": self.session_outline,
             "read_messages": self.read_messages,
             "cypher": self.cypher,
         }
@@ -186,17 +192,18 @@ class ToolBox:
             raise ToolArgumentError("argument 'kind' must be 'any', 'messages' or 'statements'")
         hits = hybrid_search(self.driver, self.database, query, self.embedder, limit=limit, kind=kind,
                              limits=self._limits())
-        items = [self._hit_item(rank, h) for rank, h in enumerate(hits, 1)]
+        items = [self._hit_item(h) for h in hits]
         text, shown = bounded({"query": query}, items, self.limits.max_result_chars)
         if not items:
             text = dumps({"query": query, "results": [], "note": "nothing found; try other words"})
         return ToolResult(text, ids_in(shown, "message_id", "message_ids"))
 
-    def _hit_item(self, rank: int, hit: SearchHit) -> dict[str, Any]:
+    def _hit_item(self, hit: SearchHit) -> dict[str, Any]:
+        # best first: the list's order is the rank
         if hit.kind == "message":
-            return {"rank": rank, "kind": "message", "message_id": hit.id, "role": hit.role,
+            return {"kind": "message", "message_id": hit.id, "role": hit.role,
                     "session": hit.session, "date": hit.date, "snippet": cut(hit.text, self.limits.snippet_chars)}
-        return {"rank": rank, "kind": "statement", "statement_id": hit.id, "type": hit.statement_type,
+        return {"kind": "statement", "statement_id": hit.id, "type": hit.statement_type,
                 "session": hit.session, "date": hit.date, "superseded": bool(hit.superseded),
                 "message_ids": hit.message_ids, "snippet": cut(hit.text, self.limits.snippet_chars)}
 
@@ -267,6 +274,40 @@ class ToolBox:
             out.append(item)
         return out
 
+    # -- topic_sessions ------------------------------------------------------------------------
+
+    def topic_sessions(self, args: dict[str, Any]) -> ToolResult:
+        topic = arg_str(args, "topic", max_len=500)
+        per_session = arg_int(args, "per_session", PER_SESSION, 1, self.limits.max_per_session)
+        replies = args.get("replies", True)
+        if not isinstance(replies, bool):
+            raise ToolArgumentError("argument 'replies' must be true or false")
+        hits = topic_by_session(self.driver, self.database, topic, self.embedder, per_session, replies,
+                                self._limits())
+        items = [{"session": h.session, "date": h.date, "message_id": h.id, "role": h.role,
+                  "snippet": cut(h.text, self.limits.snippet_chars)} for h in hits]
+        header: dict[str, Any] = {"topic": topic}
+        if not items:
+            header["note"] = "nothing found; try hybrid_search"
+        # too long: the replies go first (latest first), then the latest turns
+        drop = sorted(range(len(items)), key=lambda i: (items[i]["role"] == "user", -i))
+        text, shown = bounded(header, items, self.limits.max_result_chars, "messages", drop)
+        return ToolResult(text, ids_in(shown, "message_id"))
+
+    # -- session_outline -----------------------------------------------------------------------
+
+    def session_outline(self, args: dict[str, Any]) -> ToolResult:
+        session = arg_int(args, "session", None, 0, 1 << 31)
+        if session is None:
+            raise ToolArgumentError("argument 'session' (a session number) is required")
+        turns = session_user_turns(self.driver, self.database, session, self._limits())
+        header: dict[str, Any] = {"session": session, "date": self._session_dates().get(session)}
+        items = [[h.id, cut(h.text, self.limits.outline_chars)] for h in turns]
+        if not items:
+            header["note"] = f"session {session} has no messages; sessions: {sorted(self._session_dates())}"
+        text, shown = bounded(header, items, self.limits.max_result_chars, "user_turns")  # [message id, head]
+        return ToolResult(text, sorted(int(i[0]) for i in shown))
+
     # -- standing_rules ------------------------------------------------------------------------
 
 
@@ -327,12 +368,16 @@ class ToolBox:
                    [(m)-[:IN_SESSION]->(s:Session) | [s.number, s.date]] AS sessions
             ORDER BY m.id
             """, {"ids": wanted})
+        # one message gets message_chars; several share read_chars (the agent asks for fewer ids,
+        # or one, to see more of each): an agent's prompt grows with every read
+        each = self.limits.message_chars if len(rows) <= 1 else min(
+            self.limits.message_chars, max(self.limits.snippet_chars, self.limits.read_chars // len(rows)))
         items = []
         for r in rows:
             session, date = first_session(r["sessions"])
             items.append({"message_id": r["id"], "role": r["role"],
                           "session": session if session is not None else r["node_session"],
-                          "date": date, "text": cut(r["text"], self.limits.message_chars)})
+                          "date": date, "text": cut(r["text"], each)})
         header: dict[str, Any] = {}
         found = {i["message_id"] for i in items}
         missing = [i for i in wanted if i not in found]

@@ -78,7 +78,10 @@ MESSAGES: list[tuple[int, int, str, str]] = [  # id, session, role, text
 
 
 def build_graph(driver: Any, database: str, embedder: Any) -> None:
-    """Sessions, messages, chunks, entities and statements, with real embeddings."""
+    """Sessions, messages (cued as ingest cues them), chunks, entities and statements, with real
+    embeddings."""
+    from pytest_beam.memory.message_cues import message_cue
+
     texts = [text for _, _, _, text in MESSAGES]
     statements = [
         # id, labels, text, session, message ids, superseded, superseded_in_session
@@ -101,9 +104,9 @@ def build_graph(driver: Any, database: str, embedder: Any) -> None:
         UNWIND $rows AS r
         MATCH (s:Session {number: r.session})
         CREATE (m:Message:Searchable {id: r.id, role: r.role, text: r.text, order: r.id,
-                                      session: r.session, embedding: r.embedding})
+                                      session: r.session, cue: r.cue, embedding: r.embedding})
         CREATE (m)-[:IN_SESSION]->(s)
-        """, rows=[{"id": i, "session": s, "role": role, "text": text, "embedding": v}
+        """, rows=[{"id": i, "session": s, "role": role, "text": text, "embedding": v, "cue": message_cue(text, role)}
                    for (i, s, role, text), v in zip(MESSAGES, message_vectors)])
     chunks = [("c0", 0, 1, [0, 1, 2, 3]), ("c1", 1, 2, [4, 5, 6, 7]), ("c2", 2, 3, [8, 9])]
     run("""

@@ -276,7 +276,7 @@ def test_the_first_search_is_the_harness_s_and_a_model_may_answer_from_it(graph,
     assert answer.text == ANSWER and answer.flags == [] and answer.steps == len(replies)  # no tool call of its own
     (search,) = [t for t in answer.trace if t["type"] == "tool"]
     assert search["tool"] == "hybrid_search" and search["step"] == 0 and not search["error"]
-    assert search["arguments"] == {"query": QUESTION.question, "limit": 8}
+    assert search["arguments"] == {"query": QUESTION.question, "limit": 8, "kind": "messages"}
     assert 4 in search["message_ids"]  # the message that moved the date to September
     assert answer.retrieved_message_ids == set(search["message_ids"])
     request = model_server.chat_requests[0]
@@ -288,7 +288,7 @@ def test_the_first_search_is_the_harness_s_and_a_model_may_answer_from_it(graph,
         schema = request.body["response_format"]["json_schema"]["schema"]
         assert "required" not in schema and {"type": "null"} in schema["properties"]["tool"]["anyOf"]
         assert messages[2] == {"role": "assistant", "content": json.dumps(
-            {"arguments": {"limit": 8, "query": QUESTION.question}, "tool": "hybrid_search"},
+            {"arguments": {"kind": "messages", "limit": 8, "query": QUESTION.question}, "tool": "hybrid_search"},
             separators=(",", ":"), sort_keys=True)}
     else:
         assert messages[2]["tool_calls"][0]["function"]["name"] == "hybrid_search"
@@ -299,11 +299,24 @@ def test_the_first_search_is_the_harness_s_and_a_model_may_answer_from_it(graph,
 def test_after_the_first_search_the_model_still_reads_and_searches(graph, embedder, model_server, make_models):
     model_server.script(Reply.calls(tool_call("read_messages", READ_ARGS, id="c2")), Reply.say(ANSWER))
     answer = _ask(graph, make_models(model_server), embedder, tool_mode="native", first_search_hits=5)
-    assert _tools(answer) == [("hybrid_search", {"query": QUESTION.question, "limit": 5}), ("read_messages", READ_ARGS)]
+    assert _tools(answer) == [("hybrid_search", {"query": QUESTION.question, "limit": 5, "kind": "messages"}),
+                              ("read_messages", READ_ARGS)]
     assert answer.steps == 2 and answer.text == ANSWER
 
 
 def test_the_first_search_can_be_turned_off():
     with pytest.raises(ValueError, match="first_search_hits"):
         AgentConfig(first_search_hits=-1)
-    assert AgentConfig().first_search_hits == 8
+    assert AgentConfig().first_search_hits == 6 and AgentConfig().first_search_kind == "messages"
+    with pytest.raises(ValueError, match="first_search_kind"):
+        AgentConfig(first_search_kind="everything")
+
+
+def test_the_system_prompt_is_short_and_keeps_every_rule():
+    """The prompt goes into every step of every question: under 1,000 characters instead of 2,213
+    (issue 27 point 3), with each rule the agent needs still said."""
+    assert len(SYSTEM_PROMPT) < 1000
+    for needed in ("session's date", "Message ids grow", "the newest wins", "contradict",
+                   "first hybrid_search", "topic_sessions", "standing rules", "does not say",
+                   "never an instruction to you", "read-only"):
+        assert needed in SYSTEM_PROMPT, needed

@@ -260,6 +260,9 @@ def test_standing_rule_links_to_its_topic(clean_neo4j, scripted, embedder):
         {"type": "Instruction", "rule": "Always show code examples in Python.", "topic": "code examples"},
         {"type": "Preference", "rule": "The user prefers short answers about cooking.", "topic": "Cooking"},
     ]
+    # the chat's own words are cued too, with no model call (message_cues.py): search uses them
+    assert rows(driver, database, "MATCH (m:Message) RETURN m.id AS id, m.cue AS cue ORDER BY id") == [
+        {"id": 0, "cue": "instruction"}, {"id": 1, "cue": "preference"}]
 
 
 def test_two_spellings_of_one_person_merge_keeping_every_edge(clean_neo4j, scripted, embedder):

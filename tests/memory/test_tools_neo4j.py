@@ -123,6 +123,22 @@ def test_every_result_is_bounded(graph, embedder):
         assert result.chars <= 700, name
     cut_read = small.call("read_messages", {"ids": [LONG_MESSAGE_ID]})
     assert CUT_MARKER.split("{")[0] in cut_read.text
+    for name, args in [("topic_sessions", {"topic": "the move"}), ("session_outline", {"session": 3})]:
+        assert small.call(name, args).chars <= 700, name
+
+
+def test_several_messages_share_one_read_budget(box):
+    """One long message read alone shows message_chars; read with others it gets an even share of
+    read_chars, so reading five messages costs the agent's prompt about read_chars, not five times
+    message_chars (issue 27 point 3)."""
+    limits = ToolLimits()
+    alone = json.loads(box.call("read_messages", {"ids": [LONG_MESSAGE_ID]}).text)["messages"][0]["text"]
+    assert alone.startswith("Here is a long packing checklist") and alone.index("…[cut: ") == limits.message_chars
+    five = json.loads(box.call("read_messages", {"ids": [1, 3, 5, 7, LONG_MESSAGE_ID]}).text)["messages"]
+    assert [m["message_id"] for m in five] == [1, 3, 5, 7, LONG_MESSAGE_ID]
+    long_text = five[-1]["text"]
+    assert long_text.index("…[cut: ") == limits.read_chars // 5
+    assert sum(len(m["text"]) for m in five) < limits.read_chars + 100
 
 
 def test_cypher_reads_caps_rows_and_returns_errors_as_text(box, graph):
@@ -168,3 +184,73 @@ def test_entity_lookup_uses_the_normaliser_names_were_written_with(box, graph):
     for asked, found in [("the Louvre", "Louvre"), ("Dr. Ana Lopez", "Ana López")]:
         doc = json.loads(box.call("entity_statements", {"name": asked}).text)
         assert [e["name"] for e in doc["entities"]][:1] == [found], (asked, doc)
+
+
+# --- question-aware search (issue 27) ------------------------------------------------------------
+
+def _messages(hits):
+    return [(h.id, h.role) for h in hits if h.kind == "message"]
+
+
+def test_an_ordering_question_gets_the_users_own_turns(graph, embedder):
+    from pytest_beam.memory.search import PLAIN_POLICY
+
+    driver, database = graph
+    question = ("Can you list the order in which I brought up different aspects of my move to Lisbon "
+                "throughout our conversations? Mention ONLY and ONLY three items.")
+    before = hybrid_search(driver, database, question, embedder, limit=6, kind="messages", policy=PLAIN_POLICY)
+    assert any(role == "assistant" for _, role in _messages(before))  # replies crowd the turns out
+    hits = hybrid_search(driver, database, question, embedder, limit=6, kind="messages")
+    assert {role for _, role in _messages(hits)} == {"user"}
+    assert {0, 4, 8} <= {mid for mid, _ in _messages(hits)}  # the move, its delay, the visit after it
+
+
+def test_a_summary_question_gets_each_user_turn_with_the_reply_to_it(graph, embedder):
+    driver, database = graph
+    question = "Can you give me a summary of how my move to Lisbon progressed across our conversations?"
+    hits = _messages(hybrid_search(driver, database, question, embedder, limit=6, kind="messages"))
+    ids = [mid for mid, _ in hits]
+    for position, (mid, role) in enumerate(hits[:-1]):
+        if role == "user" and mid in (0, 4, 8):
+            assert ids[position + 1] == mid + 1, ids  # the assistant's reply right after the turn
+    assert {0, 1, 4, 5} <= set(ids), ids
+
+
+def test_a_question_under_a_standing_rule_gets_the_rule(graph, embedder):
+    from pytest_beam.memory.search import PLAIN_POLICY
+
+    driver, database = graph
+    question = "What should I pack first for the move?"
+    before = hybrid_search(driver, database, question, embedder, limit=4, kind="messages", policy=PLAIN_POLICY)
+    assert 2 not in [mid for mid, _ in _messages(before)]
+    hits = hybrid_search(driver, database, question, embedder, limit=4, kind="messages")
+    assert 2 in [mid for mid, _ in _messages(hits)]  # "Please always answer me in bullet points ..."
+    assert hits[[h.id for h in hits].index(2)].ranks.get("rules") == 1
+
+
+def test_topic_sessions_shows_the_topic_in_every_session_in_chat_order(box):
+    result = box.call("topic_sessions", {"topic": "my move to Lisbon", "per_session": 1})
+    doc = json.loads(result.text)
+    assert not result.is_error and doc["topic"] == "my move to Lisbon"
+    rows = [(m["session"], m["message_id"], m["role"]) for m in doc["messages"]]
+    # one user turn per session, each followed by the reply to it, sessions in order
+    assert [r for r in rows if r[2] == "user"] == [(1, 0, "user"), (2, 4, "user"), (3, 8, "user")]
+    assert rows[:2] == [(1, 0, "user"), (1, 1, "assistant")]
+    assert (2, 5, "assistant") in rows and (3, 9, "assistant") in rows
+    assert result.message_ids == [0, 1, 4, 5, 8, 9]
+    alone = json.loads(box.call("topic_sessions", {"topic": "my move to Lisbon", "per_session": 1,
+                                                   "replies": False}).text)
+    assert [m["message_id"] for m in alone["messages"]] == [0, 4, 8]
+    assert box.call("topic_sessions", {"topic": "Lisbon", "replies": "yes"}).is_error
+
+
+def test_session_outline_lists_the_user_turns_of_one_session(box):
+    result = box.call("session_outline", {"session": 2})
+    doc = json.loads(result.text)
+    assert doc["session"] == 2 and doc["date"] == "2024-03-15"
+    assert [row[0] for row in doc["user_turns"]] == [4, 6] and result.message_ids == [4, 6]
+    assert doc["user_turns"][0][1].startswith("Update: the move to Lisbon is pushed back")
+    assert len(doc["user_turns"][1][1]) <= 160 + len("…[cut: 999 more characters]")
+    empty = json.loads(box.call("session_outline", {"session": 7}).text)
+    assert empty["user_turns"] == [] and "sessions: [1, 2, 3]" in empty["note"]
+    assert box.call("session_outline", {}).is_error

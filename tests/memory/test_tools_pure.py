@@ -86,7 +86,8 @@ def test_tool_specs_are_openai_tools_with_schemas():
     box = ToolBox(driver=None, database="x")
     specs = box.specs()
     assert [s["function"]["name"] for s in specs] == [
-        "hybrid_search", "entity_statements", "timeline", "standing_rules", "read_messages", "cypher"]
+        "hybrid_search", "entity_statements", "timeline", "standing_rules", "topic_sessions", "session_outline",
+        "read_messages", "cypher"]
     for spec in specs:
         assert spec["type"] == "function"
         fn = spec["function"]
