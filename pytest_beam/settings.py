@@ -11,10 +11,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
+
 MODES = ("lite", "full", "complete")
 RECORD_MODES = ("off", "none", "once", "new_episodes", "all")
 SNAPSHOT_MODES = ("assert", "report", "off")
-SCORERS = ("default", "upstream", "omnimemeval")
 TOOL_MODES = ("auto", "native", "json")
 
 
@@ -140,7 +141,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache", "Response cache directory ('off' disables).", ".beam/cache"),
     Option("results", "Directory for run records and traces.", ".beam/results"),
     Option("pass_score", "A question passes at or above this score.", 0.5, float),
-    Option("scorer", "Scoring profile: default (fixed), upstream (BEAM code's quirks, for BEAM's published numbers) or omnimemeval (0.5 kept, question filled in, event ordering as tau-b x coverage, as OmniMemEval scores).", "default", choices=SCORERS),
+    Option("scorer", "Scoring profile: default (fixed), upstream (BEAM code's quirks, for BEAM's published numbers) or omnimemeval (0.5 kept, question filled in, event ordering as tau-b x coverage, as OmniMemEval scores).", DEFAULT_PROFILE, choices=PROFILE_NAMES),
     Option("snapshot", "Answer snapshots: assert (fail on change), report (list changes), off. Default: assert when replaying a cassette, else report.", None, choices=SNAPSHOT_MODES),
     Option("agent_steps", "Most agent steps per question.", 12, int),
     Option("agent_timeout", "Seconds per question for the agent.", 300.0, float),
