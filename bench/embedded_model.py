@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 from pytest_beam.llm.embedded import DEFAULT_CTX_SIZE, EmbeddedModel, unavailable_reason  # noqa: E402
-from pytest_beam.scoring.judge import fill_judge_prompt, parse_judge_json  # noqa: E402
+from pytest_beam.scoring.judge import fill_question_and_answer, parse_judge_json  # noqa: E402
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -136,7 +136,7 @@ def judge_cases(root_url: str, model: str, schema: bool, cases: int | None = Non
     label = "json-schema" if schema else "text"
     chosen = JUDGE_CASES[:cases]
     for question, rubric, answer, expected in chosen:
-        prompt = fill_judge_prompt(question, rubric, answer, "default")
+        prompt = fill_question_and_answer(question, rubric, answer)
         body: dict[str, Any] = {"model": model, "temperature": 0, "max_tokens": 300,
                                 "messages": [{"role": "user", "content": prompt}]}
         if schema:

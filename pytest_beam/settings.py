@@ -11,11 +11,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
+
 MODES = ("lite", "full", "complete")
 TIERS = ("100K", "500K", "1M", "10M")  # pytest_beam.data.ids.TIERS (this module imports no other room)
 RECORD_MODES = ("off", "none", "once", "new_episodes", "all")
 SNAPSHOT_MODES = ("assert", "report", "off")
-SCORERS = ("default", "upstream", "omnimemeval")
 TOOL_MODES = ("auto", "native", "json")
 
 
@@ -143,7 +144,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache", "Response cache directory ('off' disables).", ".beam/cache"),
     Option("results", "Directory for run records and traces.", ".beam/results"),
     Option("pass_score", "A question passes at or above this score.", 0.5, float),
-    Option("scorer", "Scoring profile: default (fixed), upstream (BEAM code's quirks, for BEAM's published numbers) or omnimemeval (0.5 kept, question filled in, event ordering as tau-b x coverage, as OmniMemEval scores).", "default", choices=SCORERS),
+    Option("scorer", "Scoring profile: default (fixed), upstream (BEAM code's quirks, for BEAM's published numbers) or omnimemeval (0.5 kept, question filled in, event ordering as tau-b x coverage, as OmniMemEval scores).", DEFAULT_PROFILE, choices=PROFILE_NAMES),
     Option("snapshot", "Answer snapshots: assert (fail on change), report (list changes), off. Default: assert when replaying a cassette, else report.", None, choices=SNAPSHOT_MODES),
     Option("agent_steps", "Most agent steps per question.", 12, int),
     Option("agent_timeout", "Seconds per question for the agent.", 300.0, float),

@@ -1,32 +1,41 @@
-"""Scoring: BEAM's judge (ported, prompts word for word), the event-ordering metric, per-question scores."""
+"""Scoring: BEAM's judge (ported, prompts word for word), the scoring profiles, per-question scores.
 
-from .event_ordering import align_lines, answer_lines, score_event_ordering
-from .judge import JUDGE_ROLE, JudgeModel, JudgeReply, JudgeText, fill_judge_prompt, parse_judge_json, score_rubric
-from .metrics import EventOrderingMetrics, event_ordering_metrics, evidence_recall, kendall_tau_b
-from .scorer import SCORER_MODES, score_question
-from .scores import FLAGS, EventOrderingDetail, ItemScore, LineMatch, QuestionScore, ScorerMode
+The names below load their module on first use (PEP 562), so importing a leaf of this package
+(``scoring.names`` for the settings table) does not load the scorer, pydantic records and numpy.
+"""
 
-__all__ = [
-    "FLAGS",
-    "JUDGE_ROLE",
-    "SCORER_MODES",
-    "EventOrderingDetail",
-    "EventOrderingMetrics",
-    "ItemScore",
-    "JudgeModel",
-    "JudgeReply",
-    "JudgeText",
-    "LineMatch",
-    "QuestionScore",
-    "ScorerMode",
-    "align_lines",
-    "answer_lines",
-    "event_ordering_metrics",
-    "evidence_recall",
-    "fill_judge_prompt",
-    "kendall_tau_b",
-    "parse_judge_json",
-    "score_event_ordering",
-    "score_question",
-    "score_rubric",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "FLAGS": "scores", "EventOrderingDetail": "scores", "ItemScore": "scores", "LineMatch": "scores",
+    "QuestionScore": "scores", "ScorerMode": "scores",
+    "JUDGE_ROLE": "judge", "JudgeModel": "judge", "JudgeReply": "judge", "JudgeText": "judge",
+    "parse_judge_json": "judge",
+    "align_lines": "event_ordering",
+    "EventOrderingMetrics": "metrics", "event_ordering_metrics": "metrics", "evidence_recall": "metrics",
+    "kendall_tau_b": "metrics",
+    "score_question": "scorer",
+    "PROFILE_NAMES": "names", "ProfileName": "names",
+    "PROFILES": "profiles", "ScoringProfile": "profiles", "get_profile": "profiles",
+}
+__all__ = sorted(_WHERE)
+
+if TYPE_CHECKING:
+    from .event_ordering import align_lines
+    from .judge import JUDGE_ROLE, JudgeModel, JudgeReply, JudgeText, parse_judge_json
+    from .metrics import EventOrderingMetrics, event_ordering_metrics, evidence_recall, kendall_tau_b
+    from .names import PROFILE_NAMES, ProfileName
+    from .profiles import PROFILES, ScoringProfile, get_profile
+    from .scorer import score_question
+    from .scores import FLAGS, EventOrderingDetail, ItemScore, LineMatch, QuestionScore, ScorerMode
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value

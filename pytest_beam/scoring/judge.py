@@ -1,31 +1,12 @@
-"""The rubric judge: one judge call per rubric item with BEAM's prompt.
+"""BEAM's judge, the mechanics every scoring profile shares: ask, read the verdict, fill the prompt.
 
-Two modes (see ``../shared/beam/upstream-scorer.md``):
-
-``default``
-    The prompt's ``<question>``, ``<rubric_item>`` and ``<llm_response>`` slots are filled in one
-    pass (text put into one slot is never re-scanned for another slot's marker). An item scores
-    the judge's ``score`` if it is 1, 0.5 or 0 (a JSON number or a numeric string). Anything else
-    -- no JSON object found, no ``score`` key, a score outside {0, 0.5, 1} -- scores the item 0 and
-    flags the question ``parse_error``. There is no ``json_repair`` guessing.
-
-``upstream``
-    Reproduces the benchmark's code: ``<question>`` is left literal (upstream never fills it), the
-    slots are filled with two chained ``str.replace`` calls (``<rubric_item>`` first), and the item
-    score is ``int(float(score))`` -- 0.5 truncates to 0. Where upstream's ``parse_json_response``
-    fails and upstream would fall back to ``json_repair.repair_json`` (a guess, or an exception),
-    this port scores the item 0 and flags ``parse_error`` instead; the same for a reply whose JSON
-    lacks ``score`` or has a non-numeric one (upstream would raise). A score outside {0, 0.5, 1}
-    is kept, truncated, as upstream does, and flagged ``score_out_of_range``.
-
-In both modes the question score is the mean of the item scores, and the reply's JSON object is
-found by :func:`parse_judge_json` (a fenced block first, else the first valid JSON object).
-
-Errors: any exception the judge model raises propagates untouched (the harness turns it into a
-test error, never a silent 0). A reply with no text (``text is None``, "" or only whitespace) does
-not parse: the item scores 0 and the question is flagged ``parse_error`` (product.md section 3;
-upstream would crash on ``None.strip()``). A reply cut off by its token cap is flagged
-``judge_truncated`` and asked for once more with a larger cap (:func:`ask_judge`).
+How a verdict turns into a score -- which slots of the prompt are filled, what a 0.5 counts
+for, what an unparseable reply means -- is each profile's own rule (``profiles.py``,
+``beam_profiles.py``, ``omnimemeval.py``; see ``../shared/beam/upstream-scorer.md``). Here: the
+judge protocol, the verdict's JSON schema sent beside the unchanged prompt, one question to the
+judge with its retry when the reply is cut off by its token cap (flag ``judge_truncated``), and the
+one JSON-from-text reader. Errors the judge model raises propagate untouched (the harness turns them
+into a test error, never a silent 0); a reply with no text reads as "" and flags ``parse_error``.
 """
 
 from __future__ import annotations
@@ -40,7 +21,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..data.records import ProbingQuestion
 from ..llm.structured import extract_json_object
 from .prompts import JUDGE_PROMPT
-from .scores import ItemScore, QuestionScore, ScorerMode
 
 __all__ = [
     "JUDGE_ROLE",
@@ -48,11 +28,11 @@ __all__ = [
     "JudgeReply",
     "JudgeText",
     "ask_judge",
-    "fill_judge_prompt",
+    "fill_question_and_answer",
+    "fill_rubric_and_answer",
+    "judge_number",
     "parse_judge_json",
     "require_rubric",
-    "score_item",
-    "score_rubric",
 ]
 
 JUDGE_ROLE: Literal["judge"] = "judge"
@@ -162,14 +142,17 @@ def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: 
 _PLACEHOLDER = re.compile(r"<(question|rubric_item|llm_response)>")
 
 
-def fill_judge_prompt(question: str, rubric_item: str, answer: str, mode: ScorerMode) -> str:
-    """BEAM's judge prompt with its slots filled as the mode says (see the module docstring)."""
-    if mode == "upstream":
-        return JUDGE_PROMPT.replace("<rubric_item>", rubric_item).replace("<llm_response>", answer)
-    if mode == "default":
-        values = {"question": question, "rubric_item": rubric_item, "llm_response": answer}
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], JUDGE_PROMPT)
-    raise ValueError(f"unknown scorer mode {mode!r}")
+def fill_question_and_answer(question: str, rubric_item: str, answer: str) -> str:
+    """BEAM's judge prompt with its three slots filled in one pass: text put into one slot is
+    never re-scanned for another slot's marker."""
+    values = {"question": question, "rubric_item": rubric_item, "llm_response": answer}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], JUDGE_PROMPT)
+
+
+def fill_rubric_and_answer(rubric_item: str, answer: str) -> str:
+    """The prompt as BEAM's own code fills it: ``<question>`` left literal, two chained
+    ``str.replace`` calls (``<rubric_item>`` first, so an item quoting ``<llm_response>`` is filled too)."""
+    return JUDGE_PROMPT.replace("<rubric_item>", rubric_item).replace("<llm_response>", answer)
 
 
 def parse_judge_json(reply: str) -> dict[str, Any]:
@@ -184,7 +167,7 @@ def parse_judge_json(reply: str) -> dict[str, Any]:
     return extract_json_object(reply)
 
 
-def _numeric(value: Any) -> float | None:
+def judge_number(value: Any) -> float | None:
     """A JSON number or numeric string as a finite float; None otherwise (bools are not numbers)."""
     if isinstance(value, bool):
         return None
@@ -200,104 +183,8 @@ def _numeric(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What a judge reply says for one item: its score, whether it parsed, and its raw parts."""
-
-    score: float
-    ok: bool
-    judge_score: Any
-    reason: str | None
-    out_of_range: bool = False
-
-
-def read_verdict(reply: str, mode: ScorerMode) -> Verdict:
-    """The item score a judge reply gives under ``mode`` (see the module docstring); ``ok`` is
-    False when it does not parse (the item then scores 0 and the question is flagged)."""
-    try:
-        data = parse_judge_json(reply)
-    except ValueError:
-        data = None
-    judge_score: Any = None
-    reason: str | None = None
-    number: float | None = None
-    if isinstance(data, dict):
-        judge_score = data.get("score")
-        raw_reason = data.get("reason")
-        reason = raw_reason if isinstance(raw_reason, str) else (None if raw_reason is None else json.dumps(raw_reason))
-        number = _numeric(judge_score)
-    if number is not None:
-        if mode == "upstream":
-            # upstream: int(response['score']) -- truncation toward zero; kept even when out of range
-            return Verdict(float(int(number)), True, judge_score, reason, number not in _ALLOWED_SCORES)
-        if number in _ALLOWED_SCORES:
-            return Verdict(number, True, judge_score, reason)
-    return Verdict(0.0, False, judge_score, reason)
-
-
-def score_item(
-    question: str, rubric_item: str, answer: str, judge: JudgeModel, mode: ScorerMode, repeat: int = 0
-) -> tuple[ItemScore, set[str], int]:
-    """Judge one rubric item (``repeat``: which judge run; two calls when cut off). Returns the item, its flags and the calls."""
-    prompt = fill_judge_prompt(question, rubric_item, answer, mode)
-    asked = ask_judge(judge, [{"role": "user", "content": prompt}], repeat=repeat,
-                      parses=lambda text: read_verdict(text, mode).ok)
-    reply = asked.text
-    flags: set[str] = set(asked.flags)
-    verdict = read_verdict(reply, mode)
-    score, ok, judge_score, reason = verdict.score, verdict.ok, verdict.judge_score, verdict.reason
-    if verdict.out_of_range:
-        flags.add("score_out_of_range")
-    if not ok:
-        flags.add("parse_error")
-
-    if not isinstance(judge_score, (int, float, str)) or isinstance(judge_score, bool):
-        judge_score = None if judge_score is None else json.dumps(judge_score)
-    elif isinstance(judge_score, float) and not math.isfinite(judge_score):
-        judge_score = str(judge_score)
-    item = ItemScore(
-        rubric_item=rubric_item,
-        score=score,
-        judge_score=judge_score,
-        reason=reason,
-        reply=reply,
-        parsed=ok,
-        reply_format=asked.reply_format,
-    )
-    return item, flags, asked.calls
-
-
 def require_rubric(question: ProbingQuestion) -> list[str]:
     """The question's rubric; ``ValueError`` when it is empty (there is nothing to score against)."""
     if not question.rubric:
         raise ValueError(f"question {question.id} has an empty rubric; nothing to score against")
     return list(question.rubric)
-
-
-def score_rubric(question: ProbingQuestion, answer: str, judge: JudgeModel, mode: ScorerMode,
-                 judge_runs: int = 1) -> QuestionScore:
-    """Score an answer item by item against the question's rubric; question score = mean of items.
-
-    With ``judge_runs`` N > 1 every item is judged N times and scores the mean of its repeats.
-    """
-    from .repeats import judge_repeatedly
-
-    require_rubric(question)
-    items: list[ItemScore] = []
-    flags: set[str] = set()
-    calls = 0
-    for rubric_item in question.rubric:
-        item, item_flags, item_calls = judge_repeatedly(
-            lambda r, ri=rubric_item: score_item(question.question, ri, answer, judge, mode, repeat=r), judge_runs)
-        items.append(item)
-        flags |= item_flags
-        calls += item_calls
-    return QuestionScore(
-        question_id=question.id,
-        ability=question.ability,
-        mode=mode,
-        score=sum(i.score for i in items) / len(items),
-        items=items,
-        flags=sorted(flags),
-        judge_calls=calls,
-    )

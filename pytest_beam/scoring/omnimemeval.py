@@ -31,19 +31,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from typing import ClassVar
+
 from ..data.records import ProbingQuestion
-from .event_ordering import align_repeats, answer_lines, repeat_record
-from .judge import JudgeModel, ask_judge, fill_judge_prompt, parse_judge_json, require_rubric
+from .beam_profiles import DefaultProfile
+from .event_ordering import align_repeats, repeat_record
+from .judge import JudgeModel, ask_judge, parse_judge_json, require_rubric
 from .metrics import event_ordering_metrics, kendall_tau_b
-from .repeats import judge_repeatedly
+from .names import ProfileName
 from .scores import EventOrderingDetail, ItemScore, QuestionScore
 
 __all__ = [
     "OmniEventScore",
+    "OmniMemEvalProfile",
     "event_positions",
     "omnimemeval_event_score",
     "read_judge_number",
-    "score_question_omnimemeval",
     "snap_item_score",
 ]
 
@@ -74,37 +77,6 @@ def read_judge_number(reply: str) -> tuple[float | None, str | None]:
     if loose:
         return float(loose.group(1)), None
     return None, None
-
-
-def _score_one(question: ProbingQuestion, rubric_item: str, answer: str, judge: JudgeModel,
-               repeat: int) -> tuple[ItemScore, set[str], int]:
-    asked = ask_judge(judge, [{"role": "user", "content": fill_judge_prompt(question.question, rubric_item, answer, "default")}],
-                      repeat=repeat, response_format=None,  # OmniMemEval reads any number, loosely: asked plain
-                      parses=lambda text: read_judge_number(text)[0] is not None)
-    reply = asked.text
-    flags = set(asked.flags)
-    number, reason = read_judge_number(reply)
-    if number is None:
-        flags.add("parse_error")
-    item = ItemScore(rubric_item=rubric_item, score=0.0 if number is None else snap_item_score(number),
-                     judge_score=number, reason=reason, reply=reply, parsed=number is not None,
-                     reply_format=asked.reply_format)
-    return item, flags, asked.calls
-
-
-def _score_items(question: ProbingQuestion, answer: str, judge: JudgeModel, judge_runs: int = 1) -> QuestionScore:
-    items: list[ItemScore] = []
-    flags: set[str] = set()
-    calls = 0
-    for rubric_item in question.rubric:
-        item, item_flags, item_calls = judge_repeatedly(
-            lambda r, ri=rubric_item: _score_one(question, ri, answer, judge, r), judge_runs)
-        items.append(item)
-        flags |= item_flags
-        calls += item_calls
-    return QuestionScore(question_id=question.id, ability=question.ability, mode="omnimemeval",
-                         score=sum(i.score for i in items) / len(items), items=items, flags=sorted(flags),
-                         judge_calls=calls)
 
 
 @dataclass(frozen=True)
@@ -139,33 +111,51 @@ def event_positions(matched_event_index: Sequence[int | None], events: int) -> l
     return positions
 
 
-def _score_events(question: ProbingQuestion, answer: str, judge: JudgeModel, judge_runs: int = 1) -> QuestionScore:
-    reference = require_rubric(question)
-    lines = answer_lines(answer, "default")
-    alignments = align_repeats(reference, lines, judge, judge_runs)  # one per judge run, each its own calls
-    every = [omnimemeval_event_score(event_positions([m.event_index for m in matches], len(reference)))
-             for matches, _, _ in alignments]
-    matches, _, _ = alignments[0]
-    calls = sum(c for _, c, _ in alignments)
-    judge_flags: set[str] = set().union(*(f for _, _, f in alignments))
-    omni = every[0]
-    beam = event_ordering_metrics(reference, [m.event if m.event is not None else m.line for m in matches])
-    detail = EventOrderingDetail(
-        precision=beam.precision, recall=beam.recall, event_f1=beam.f1, tau_b=omni.tau_b,
-        event_tau_norm=omni.tau_norm, f1_times_tau_norm=beam.f1 * omni.tau_norm, answer_lines=lines,
-        alignment=matches, reference_order=reference, answer_order=[str(x) for x in beam.answer_order],
-        **repeat_record([e.score for e in every], alignments),
-    )
-    return QuestionScore(question_id=question.id, ability=question.ability, mode="omnimemeval",
-                         score=sum(e.score for e in every) / len(every), items=[], flags=sorted(judge_flags),
-                         judge_calls=calls, event_f1=beam.f1, event_tau_norm=sum(e.tau_norm for e in every) / len(every),
-                         event_detail=detail)
+class OmniMemEvalProfile(DefaultProfile):
+    """Rubric items asked with the question filled in, read loosely and snapped; event ordering by
+    found events' order times coverage (module docstring)."""
 
+    name: ClassVar[ProfileName] = "omnimemeval"
+    question_in_prompt: ClassVar[bool] = True
+    half_credit: ClassVar[str] = "snapped to 0, 0.5 or 1"
+    event_ordering: ClassVar[str] = ("max(0, (tau_b + 1) / 2) over the rubric events found, times coverage "
+                                     "(found / rubric events)")
+    matches: ClassVar[str] = "MemTensor/OmniMemEval scripts/beam/beam_eval.py at 7df23bc1"
 
-def score_question_omnimemeval(question: ProbingQuestion, answer: str, judge: JudgeModel,
-                               judge_runs: int = 1) -> QuestionScore:
-    """Score one answer under the omnimemeval profile (see the module docstring)."""
-    if question.ability == "event_ordering":
-        return _score_events(question, answer, judge, judge_runs)
-    require_rubric(question)
-    return _score_items(question, answer, judge, judge_runs)
+    def judge_item(self, question: str, rubric_item: str, answer: str, judge: JudgeModel,
+                   repeat: int = 0) -> tuple[ItemScore, set[str], int]:
+        # OmniMemEval reads any number, loosely: the verdict is asked plain, with no schema
+        asked = ask_judge(judge, [{"role": "user", "content": self.fill_prompt(question, rubric_item, answer)}],
+                          repeat=repeat, response_format=None,
+                          parses=lambda text: read_judge_number(text)[0] is not None)
+        reply = asked.text
+        flags = set(asked.flags)
+        number, reason = read_judge_number(reply)
+        if number is None:
+            flags.add("parse_error")
+        item = ItemScore(rubric_item=rubric_item, score=0.0 if number is None else snap_item_score(number),
+                         judge_score=number, reason=reason, reply=reply, parsed=number is not None,
+                         reply_format=asked.reply_format)
+        return item, flags, asked.calls
+
+    def score_events(self, question: ProbingQuestion, answer: str, judge: JudgeModel,
+                     judge_runs: int = 1) -> QuestionScore:
+        reference = require_rubric(question)
+        lines = self.answer_lines(answer)
+        alignments = align_repeats(reference, lines, judge, judge_runs)  # one per judge run, each its own calls
+        every = [omnimemeval_event_score(event_positions([m.event_index for m in matches], len(reference)))
+                 for matches, _, _ in alignments]
+        matches, _, _ = alignments[0]
+        judge_flags: set[str] = set().union(*(f for _, _, f in alignments))
+        omni = every[0]
+        beam = event_ordering_metrics(reference, [m.event if m.event is not None else m.line for m in matches])
+        detail = EventOrderingDetail(
+            precision=beam.precision, recall=beam.recall, event_f1=beam.f1, tau_b=omni.tau_b,
+            event_tau_norm=omni.tau_norm, f1_times_tau_norm=beam.f1 * omni.tau_norm, answer_lines=lines,
+            alignment=matches, reference_order=reference, answer_order=[str(x) for x in beam.answer_order],
+            **repeat_record([e.score for e in every], alignments),
+        )
+        return QuestionScore(question_id=question.id, ability=question.ability, mode=self.name,
+                             score=sum(e.score for e in every) / len(every), items=[], flags=sorted(judge_flags),
+                             judge_calls=sum(c for _, c, _ in alignments), event_f1=beam.f1,
+                             event_tau_norm=sum(e.tau_norm for e in every) / len(every), event_detail=detail)

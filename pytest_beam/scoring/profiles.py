@@ -1,62 +1,28 @@
-"""Scoring profiles: which published table a run's numbers can stand beside.
+"""The scoring profiles by name: which published table a run's numbers can stand beside.
 
-A profile fixes every choice that moves a score: whether the judge prompt's ``<question>`` slot is
-filled, what a judge's 0.5 counts for, and how event ordering is scored. Two records scored under
-different profiles are not comparable, so the profile is recorded with every run.
+``PROFILES`` holds one object per name of ``names.PROFILE_NAMES`` (a test keeps them equal); every
+other list of profile names -- the ``--beam-scorer`` choices, the record's stamp, the report --
+comes from here or from ``names``. A profile carries its own rules (``profile.ScoringProfile``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from .beam_profiles import DefaultProfile, UpstreamProfile
+from .names import DEFAULT_PROFILE, PROFILE_NAMES, ProfileName
+from .omnimemeval import OmniMemEvalProfile
+from .profile import ScoringProfile
 
-from pydantic import BaseModel, ConfigDict
+__all__ = ["DEFAULT_PROFILE", "PROFILE_NAMES", "PROFILES", "ProfileName", "ScoringProfile", "get_profile"]
 
-__all__ = ["PROFILE_NAMES", "PROFILES", "ProfileName", "ScoringProfile", "get_profile"]
-
-ProfileName = Literal["default", "upstream", "omnimemeval"]
-PROFILE_NAMES: tuple[ProfileName, ...] = ("default", "upstream", "omnimemeval")
-
-
-class ScoringProfile(BaseModel):
-    """What one profile does, in words a record and a report can print."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: ProfileName
-    question_in_prompt: bool
-    half_credit: Literal["kept", "truncated to 0", "snapped to 0, 0.5 or 1"]
-    event_ordering: str
-    matches: str
+PROFILES: dict[str, ScoringProfile] = {p.name: p for p in (DefaultProfile(), UpstreamProfile(), OmniMemEvalProfile())}
 
 
-PROFILES: dict[str, ScoringProfile] = {
-    "default": ScoringProfile(
-        name="default",
-        question_in_prompt=True,
-        half_credit="kept",
-        event_ordering="event_f1 x (tau_b + 1) / 2 over the union of events, missing ones tied last",
-        matches="this project's fixed port of BEAM's scorer",
-    ),
-    "upstream": ScoringProfile(
-        name="upstream",
-        question_in_prompt=False,
-        half_credit="truncated to 0",
-        event_ordering="(tau_b + 1) / 2 only, every answer line (blank ones too)",
-        matches="BEAM's own code (mohammadtavakoli78/BEAM b2a3ee8) and the paper's tables",
-    ),
-    "omnimemeval": ScoringProfile(
-        name="omnimemeval",
-        question_in_prompt=True,
-        half_credit="snapped to 0, 0.5 or 1",
-        event_ordering="max(0, (tau_b + 1) / 2) over the rubric events found, times coverage (found / rubric events)",
-        matches="MemTensor/OmniMemEval scripts/beam/beam_eval.py at 7df23bc1",
-    ),
-}
-
-
-def get_profile(name: str) -> ScoringProfile:
-    """The profile called ``name``; a ValueError naming the choices otherwise."""
+def get_profile(profile: str | ScoringProfile) -> ScoringProfile:
+    """The profile called ``profile`` (a profile object is returned as it is); a ValueError naming
+    the choices otherwise."""
+    if isinstance(profile, ScoringProfile):
+        return profile
     try:
-        return PROFILES[name]
+        return PROFILES[profile]
     except KeyError:
-        raise ValueError(f"unknown scoring profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}") from None
+        raise ValueError(f"unknown scoring profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}") from None

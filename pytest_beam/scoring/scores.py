@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .names import ProfileName as ScorerMode  # the one list of profile names
+
 __all__ = ["ScorerMode", "ItemScore", "LineMatch", "EventOrderingDetail", "QuestionScore", "FLAGS"]
 
-ScorerMode = Literal["default", "upstream", "omnimemeval"]
 
 #: Every flag a QuestionScore may carry, with its meaning.
 FLAGS: dict[str, str] = {

@@ -350,14 +350,14 @@ def test_a_cached_reply_the_caller_cannot_use_is_asked_again(model_server, make_
 def test_a_garbage_verdict_is_asked_again_by_the_next_run(model_server, make_client, tmp_path):
     """Issue 32 item 6, the judge: a verdict that does not parse scores 0 with parse_error, and is
     not cached: the next run's judge call goes to the endpoint again."""
-    from pytest_beam.scoring.judge import score_item
+    from pytest_beam.scoring.profiles import get_profile
 
     model_server.script(Reply.say("It looks fine to me."), Reply.say('{"score": 1, "reason": "named"}'))
-    item, flags, _ = score_item("Q?", "names the city", "Lisbon", make_client(
-        model_server, cache=ResponseCache(tmp_path / "cache")), "default")
+    item, flags, _ = get_profile("default").judge_item("Q?", "names the city", "Lisbon", make_client(
+        model_server, cache=ResponseCache(tmp_path / "cache")))
     assert item.score == 0 and "parse_error" in flags
-    item, flags, _ = score_item("Q?", "names the city", "Lisbon", make_client(
-        model_server, cache=ResponseCache(tmp_path / "cache")), "default")
+    item, flags, _ = get_profile("default").judge_item("Q?", "names the city", "Lisbon", make_client(
+        model_server, cache=ResponseCache(tmp_path / "cache")))
     assert item.score == 1 and not flags and model_server.request_count == 2
 
 

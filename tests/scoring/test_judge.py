@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pytest_beam.scoring import QuestionScore, score_question
-from pytest_beam.scoring.judge import fill_judge_prompt, parse_judge_json
+from pytest_beam.scoring.judge import parse_judge_json
+from pytest_beam.scoring.profiles import get_profile
 from pytest_beam.scoring.prompts import JUDGE_PROMPT
 
 from .scripted import judge_json, question, replies
@@ -120,10 +121,10 @@ def test_default_fill_is_single_pass_upstream_chained():
     # text put into one slot is not re-scanned in default mode; upstream's chained replace does it
     item = "mentions <llm_response>"
     answer = "I saw <question> and <rubric_item>"
-    default = fill_judge_prompt("Q?", item, answer, "default")
+    default = get_profile("default").fill_prompt("Q?", item, answer)
     assert "RUBRIC CRITERION (what to check): mentions <llm_response>\n" in default
     assert f"RESPONSE TO EVALUATE: {answer}\n" in default
-    upstream = fill_judge_prompt("Q?", item, answer, "upstream")
+    upstream = get_profile("upstream").fill_prompt("Q?", item, answer)
     assert f"RUBRIC CRITERION (what to check): mentions {answer}\n" in upstream
 
 

@@ -83,15 +83,15 @@ def test_a_cut_off_classifier_reply_is_asked_again_only_when_undecided(model_ser
 # ---- issue 16 point 2: BEAM's verdict asked for as a JSON schema, text parsing as the fallback
 
 def test_the_judge_asks_for_beams_verdict_as_a_json_schema_with_the_prompt_unchanged(model_server, judge):
-    from pytest_beam.scoring.judge import JUDGE_FORMAT, fill_judge_prompt
+    from pytest_beam.scoring.judge import JUDGE_FORMAT, fill_question_and_answer
 
     model_server.script(Reply.say('{"score": 1.0, "reason": "states 42"}'))
     scored = score_question(question("information_extraction", ["mentions 42"]), ANSWER, judge, mode="default")
     sent = model_server.last_request.body
     assert sent["response_format"] == JUDGE_FORMAT
     assert JUDGE_FORMAT["json_schema"]["schema"]["properties"]["score"]["enum"] == [1.0, 0.5, 0.0]
-    assert sent["messages"] == [{"role": "user", "content": fill_judge_prompt(
-        "What happened, in order?", "mentions 42", ANSWER, "default")}]
+    assert sent["messages"] == [{"role": "user", "content": fill_question_and_answer(
+        "What happened, in order?", "mentions 42", ANSWER)}]
     assert scored.score == 1.0 and [i.reply_format for i in scored.items] == ["json_schema"]
 
 
