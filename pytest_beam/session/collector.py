@@ -114,6 +114,7 @@ class RunCollector:
         """Every worker's part, as its last write left it (a worker that died keeps what it wrote),
         and every process's journal of model calls, this one's included."""
         from ..llm import read_journals
+        from ..results.collect import add_usage
 
         self.meter = {role: usage.to_dict() for role, usage in
                       read_journals(sorted(self.parts.glob("*.usage.jsonl"))).items()}
