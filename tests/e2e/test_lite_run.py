@@ -80,7 +80,7 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert float(props["score"]) == 1.0
         assert float(props["evidence_recall"]) == 1.0
-        assert int(props["calls"]) >= 4 and int(props["prompt_tokens"]) > 0
+        assert int(props["calls"]) >= 3 and int(props["prompt_tokens"]) > 0  # read and answer (the harness searched first), a verdict
         assert json.loads(props["item_0"])["score"] == 1.0
         assert "beam_result" in props
 
