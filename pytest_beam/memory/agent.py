@@ -6,7 +6,7 @@ Two ways to talk to the model, chosen by ``AgentConfig.tool_mode``:
   tool call is the final answer.
 * ``"json"``: every step is a ``models.structured(...)`` call whose reply is an
   :class:`AgentAction` — a tool and its arguments, or none when the model has what it needs; the
-  answer is then one plain-text call (``prompts.ANSWER_PROMPT``). Works with any model that can
+  answer is then one plain-text call to a reader of the tools' results (``prompts.READER_TEMPLATE``). Works with any model that can
   return JSON (grammar-constrained endpoints always can).
 * ``"auto"`` (default): start native, and fall back to JSON actions for this question when
   (a) the endpoint refuses the request with tools (HTTP 400/422 whose text mentions tools), or
@@ -95,7 +95,7 @@ class AgentConfig:
 
 class AgentAction(BaseModel):
     """One step of the JSON-action mode: a tool call, or null when the model has what it needs;
-    the answer itself is then asked for in plain text (``prompts.ANSWER_PROMPT``)."""
+    the answer itself is then asked of a reader, in plain text (``prompts.READER_TEMPLATE``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -347,12 +347,16 @@ def _json_loop(run: _Run, first: _FirstSearch | None = None) -> SystemAnswer:
 
 
 def _answer(run: _Run, messages: list[dict[str, Any]]) -> SystemAnswer:
-    """JSON actions choose the tools; the answer is written in plain text, with the instruction
-    last: asked inside a JSON action, Qwen2.5-Coder-1.5B copied the search hits into it word for
-    word (lite run: the user's whole message for "which days"), asked plainly it answered in a
-    sentence of its own ("... on Tuesdays and Thursdays")."""
-    result = run.models.chat(role=AGENT_ROLE, messages=[*messages, {"role": "user", "content": prompts.ANSWER_PROMPT}],
-                             max_tokens=run.config.final_max_tokens)
+    """JSON actions choose the tools; the answer is one plain-text call to a reader that sees the
+    question and what the tools returned, nothing else. Asked inside a JSON action,
+    Qwen2.5-Coder-1.5B copied the hits word for word; asked after the whole action transcript it
+    answered "which days" with dates and "how many scenes" with "the chat does not say", from hits
+    that held both answers (lite run, messages 18 and 156)."""
+    excerpts = [m["content"] for m in messages if m["role"] == "user" and m["content"].startswith("Result of ")]
+    reader = [{"role": "system", "content": prompts.READER_SYSTEM_PROMPT},
+              {"role": "user", "content": prompts.READER_TEMPLATE.format(
+                  excerpts="\n\n".join(excerpts) or "(none)", question=run.question.question)}]
+    result = run.models.chat(role=AGENT_ROLE, messages=reader, max_tokens=run.config.final_max_tokens)
     run.model_step("json", text=result.text, tool_calls=[], finish_reason=result.finish_reason, usage=result.usage,
                    final=True)
     text = _unwrap_json_answer((result.text or "").strip())

@@ -37,11 +37,25 @@ The tools (name, what it does, its arguments as JSON schema):
 
 TOOL_RESULT_TEMPLATE = "Result of {tool} (call {step}):\n{result}"
 
-ANSWER_PROMPT = """\
-Now write the answer to the question in plain text, not JSON: one or two short sentences of your \
-own with the specific names, numbers and dates from the results above; do not copy the messages. \
-Where the question asks how many are left or how long between two dates, work it out. If nothing \
-above bears on the question, say that the chat does not say.\
+# The JSON-action mode's answer is asked of a reader that sees only the question and what the
+# tools returned: a small model given the whole action transcript (the JSON-mode instructions, the
+# tool catalogue, its own actions) answered with dates it found there for a question about days.
+READER_SYSTEM_PROMPT = """\
+You answer a question about a long chat between a user and an assistant, using only the excerpts \
+of that chat given to you. Each session of the chat has a date; "today" in a message means its \
+session's date. The user's own words are in the messages marked user.\
+"""
+
+READER_TEMPLATE = """\
+Excerpts of the chat:
+
+{excerpts}
+
+Question: {question}
+
+Answer the question in one or two short sentences of your own, in plain text, with exactly what \
+the question asks for (who, which, when, how many). Where it asks how many are left or how long \
+between two dates, work it out. If the excerpts do not answer it, say that the chat does not say.\
 """
 
 FINAL_NUDGE = """\

@@ -10,7 +10,7 @@ from pytest_beam.data.records import SystemQuestion
 from pytest_beam.llm import ModelEndpointError
 from pytest_beam.memory.agent import AgentConfig, answer_question
 from pytest_beam.scoring import evidence_recall
-from pytest_beam.memory.prompts_agent import ANSWER_PROMPT, SYSTEM_PROMPT
+from pytest_beam.memory.prompts_agent import READER_SYSTEM_PROMPT, SYSTEM_PROMPT
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, count_graph
 from tests.model_server import Reply, messages_text, tool_call
@@ -199,10 +199,14 @@ def test_json_actions_answer_like_native_tools(graph, embedder, model_server_fac
     assert first["required"] == ["tool", "arguments"] and "anyOf" not in first["properties"]["tool"]
     assert "final_answer" not in first["properties"] and "final_answer" not in later["properties"]
     assert "required" not in later and {"type": "null"} in later["properties"]["tool"]["anyOf"]
-    # issue 25: the answer is one plain call, its instruction last, after everything the tools showed
+    # issue 25: the answer is one plain call to a reader of everything the tools showed, nothing else
     assert "response_format" not in answer.body and "tools" not in answer.body
-    assert answer.body["messages"][-1]["content"] == ANSWER_PROMPT
-    assert answer.body["messages"][-2]["content"].startswith("Result of read_messages")
+    system, asked = answer.body["messages"]
+    assert system == {"role": "system", "content": READER_SYSTEM_PROMPT}
+    results = [m["content"] for m in requests[2].body["messages"] if m["content"].startswith("Result of ")]
+    assert len(results) == 2 and all(r in asked["content"] for r in results)
+    assert asked["content"].index("Result of hybrid_search") < asked["content"].index("Result of read_messages")
+    assert f"Question: {QUESTION.question}" in asked["content"] and "read_messages:" not in asked["content"]
 
 
 def test_auto_falls_back_to_json_when_the_endpoint_refuses_tools(graph, embedder, model_server_factory, make_models):
