@@ -315,11 +315,12 @@ def _json_loop(run: _Run, first: _FirstSearch | None = None) -> SystemAnswer:
         {"role": "system", "content": prompts.json_mode_system_prompt(tools)},
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
+    results: list[str] = []  # what the tools returned, as shown: the reader's excerpts
     if first is not None:  # as if the model had asked for it: its action, then the result
         messages.append({"role": "assistant", "content": _action_json(
             AgentAction(tool="hybrid_search", arguments=first.arguments))})
-        messages.append({"role": "user", "content": prompts.TOOL_RESULT_TEMPLATE.format(
-            tool="hybrid_search", step=1, result=first.result.text)})
+        results.append(prompts.TOOL_RESULT_TEMPLATE.format(tool="hybrid_search", step=1, result=first.result.text))
+        messages.append({"role": "user", "content": results[-1]})
     # the last of the max_steps calls is _finish's; a native first reply (auto mode) was one of them
     for step in range(max(0, config.max_steps - 1 - run.model_calls)):
         if run.timed_out():
@@ -338,21 +339,21 @@ def _json_loop(run: _Run, first: _FirstSearch | None = None) -> SystemAnswer:
             run.model_step("json", text=result.raw_text, tool_calls=calls, usage=result.usage)
             tool_result = run.run_tool(action.tool, action.arguments or {})
             messages.append({"role": "assistant", "content": _action_json(action)})
-            messages.append({"role": "user", "content": prompts.TOOL_RESULT_TEMPLATE.format(
-                tool=action.tool, step=run.tool_calls, result=tool_result.text)})
+            results.append(prompts.TOOL_RESULT_TEMPLATE.format(tool=action.tool, step=run.tool_calls,
+                                                               result=tool_result.text))
+            messages.append({"role": "user", "content": results[-1]})
             continue
         run.model_step("json", text=result.raw_text, tool_calls=[], usage=result.usage)
-        return _answer(run, messages)
+        return _answer(run, results)
     return _finish(run, messages, FLAG_AGENT_FAILURE, "json")
 
 
-def _answer(run: _Run, messages: list[dict[str, Any]]) -> SystemAnswer:
+def _answer(run: _Run, excerpts: list[str]) -> SystemAnswer:
     """JSON actions choose the tools; the answer is one plain-text call to a reader that sees the
     question and what the tools returned, nothing else. Asked inside a JSON action,
     Qwen2.5-Coder-1.5B copied the hits word for word; asked after the whole action transcript it
     answered "which days" with dates and "how many scenes" with "the chat does not say", from hits
     that held both answers (lite run, messages 18 and 156)."""
-    excerpts = [m["content"] for m in messages if m["role"] == "user" and m["content"].startswith("Result of ")]
     reader = [{"role": "system", "content": prompts.READER_SYSTEM_PROMPT},
               {"role": "user", "content": prompts.READER_TEMPLATE.format(
                   excerpts="\n\n".join(excerpts) or "(none)", question=run.question.question)}]
