@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
+from ..scoring.scores import passes
 from .runtime import NO_ANSWER_FLAGS
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tupl
         pytest.fail(snapshot_failure, pytrace=False)
     if NO_ANSWER_FLAGS & set(result["flags"]):
         pytest.fail(f"{result['id']}: the agent gave no answer ({', '.join(result['flags'])}); scored 0", pytrace=False)
-    if result["score"] < settings.pass_score:
+    if not passes(result["score"], settings.pass_score):
         lines = [f"{result['id']}: score {result['score']:.3f} < pass score {settings.pass_score}"]
         lines += [f"  [{i['score']}] {i['rubric_item']} — {i['reason']}" for i in result["items"]]
         if result["event_f1"] is not None:
