@@ -22,6 +22,7 @@ from ..files import atomic_write
 import pytest
 
 if TYPE_CHECKING:
+    from ..data.ids import ItemId
     from ..results.record import RunRecord
     from ..system import IngestReport
     from .judge_check import SessionJudgeCheck
@@ -82,19 +83,17 @@ class RunCollector:
         from ..data.ids import item_id_of_nodeid
 
         item = item_id_of_nodeid(report.nodeid)
-        if item is None or not report.nodeid.startswith("beam::"):
+        if item is None:
             return
         with self._lock:
-            self._add_report(str(item), report)
+            self._add_report(item, report)
             self.persist()
 
-    def _add_report(self, key: str, report: pytest.TestReport) -> None:
-        """`key` is the item's id: the question id, after its system's name when systems are compared."""
-        from .selection import split_param_id
-
-        system, qid = split_param_id(key) or (None, key)
+    def _add_report(self, item: ItemId, report: pytest.TestReport) -> None:
+        """Keyed by the item's id: the question id, after its system's name when systems are compared."""
         props = dict(report.user_properties)
-        entry = self.questions.setdefault(key, {"id": qid, "system": system or self.session.systems[0]})
+        entry = self.questions.setdefault(str(item), {"id": str(item.question),
+                                                      "system": item.system or self.session.systems[0]})
         if "beam_result" in props:
             entry.update(json.loads(str(props["beam_result"])))
         if report.when == "call" or report.outcome != "passed":
