@@ -87,12 +87,15 @@ def test_the_collector_keys_a_tier_item_by_its_id(tmp_path):
         systems = ["graphrag"]
         runtime = None
 
+    from pytest_beam.results.schema import QuestionRecord
+
     collector = RunCollector(Session())  # type: ignore[arg-type]
+    result = QuestionRecord(id="500K/conv3:summarization:0", score=1.0).in_run_json()
     report = _pytest.TestReport("beam::test_question[500K/conv3:summarization:0]", ("x", 0, "x"), {}, "passed",
-                                None, "call", user_properties=[("beam_result", '{"score": 1.0}')])
+                                None, "call", user_properties=[("beam_result", result)])
     collector.add_report(report)
-    assert collector.questions["500K/conv3:summarization:0"]["id"] == "500K/conv3:summarization:0"
-    assert collector.questions["500K/conv3:summarization:0"]["score"] == 1.0
+    assert collector.questions["500K/conv3:summarization:0"].id == "500K/conv3:summarization:0"
+    assert collector.questions["500K/conv3:summarization:0"].score == 1.0
 
 
 def test_the_suite_s_node_id_prefix_is_the_one_collection_makes():
