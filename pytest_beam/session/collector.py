@@ -233,7 +233,7 @@ class RunCollector:
                 terminalreporter.write_line(line, red=True, bold=True)
 
 
-class PartError(ValueError):
+class ResultError(ValueError):
     """A worker's part or a report carries a question result this version cannot read."""
 
 
@@ -246,7 +246,7 @@ def _result(nodeid: str, text: str) -> QuestionRecord:
     try:
         return QuestionRecord.model_validate_json(text)
     except ValidationError as exc:
-        raise PartError(f"{nodeid}: its beam_result is no question result: {exc}") from exc
+        raise ResultError(f"{nodeid}: its beam_result is no question result: {exc}") from exc
 
 
 def _part_result(path: Path, key: str, entry: object) -> QuestionRecord:
@@ -258,7 +258,7 @@ def _part_result(path: Path, key: str, entry: object) -> QuestionRecord:
     try:
         return QuestionRecord.model_validate(entry)
     except ValidationError as exc:
-        raise PartError(f"the worker's part {path} holds question {key} in a shape this run "
+        raise ResultError(f"the worker's part {path} holds question {key} in a shape this run "
                         f"cannot read: {exc}") from exc
 
 
