@@ -20,6 +20,9 @@ DEFAULT_TIER = "100K"
 _QUESTION = (r"(?:(?P<tier>" + "|".join(t for t in TIERS if t != DEFAULT_TIER) + r")/)?"
              r"conv(?P<conversation>[1-9]\d*):(?P<ability>[a-z_]+):(?P<index>\d+)")
 _QUESTION_ID = re.compile(rf"^{_QUESTION}$")
+#: How every node id of the suite's items starts (``session/collection.py`` adds the module ``beam``,
+#: ``session/suite.py`` holds ``test_question``; tests/data/test_ids.py checks the two agree).
+SUITE_ITEM_PREFIX = "beam::test_question["
 # the system's name may hold dashes (long-context): the shortest prefix that leaves a question id
 _ITEM_ID = re.compile(rf"^(?:(?P<system>.+?)-)?{_QUESTION}$")
 
@@ -89,10 +92,12 @@ def parse_item_id(text: str) -> ItemId | None:
 
 
 def item_id_of_nodeid(nodeid: str) -> ItemId | None:
-    """The item id inside a suite item's node id (``beam::test_question[<item id>]``), else None."""
-    if "[" not in nodeid or "]" not in nodeid:
+    """The item id inside a suite item's node id (``beam::test_question[<item id>]``, with xdist's
+    ``@group`` after it or not), else None: a test of the user's own whose parameter looks like a
+    question id is not one of the suite's items."""
+    if not nodeid.startswith(SUITE_ITEM_PREFIX) or "]" not in nodeid:
         return None
-    return parse_item_id(nodeid[nodeid.index("[") + 1:nodeid.rindex("]")])
+    return parse_item_id(nodeid[len(SUITE_ITEM_PREFIX):nodeid.rindex("]")])
 
 
 def require_question_id(text: str) -> QuestionId:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def build_record(*, run_id: str, started: float, settings: Settings, bench_set: BenchmarkSet | None,
-                 questions: list[dict[str, Any]], ingest: dict[str, dict[str, Any]],
+                 questions: list[QuestionRecord], ingest: dict[str, dict[str, Any]],
                  usage: dict[str, dict[str, Any]], exitstatus: int, interrupted_by: str | None = None,
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
                  judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None) -> RunRecord:
@@ -37,18 +37,18 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     from .systems import system_stats
 
     selected = list(systems or [])  # the selected order (`all` expanded), first is the primary
-    seen = [str(e["system"]) for e in questions if e.get("system")]
+    seen = [q.system for q in questions if q.system]
     order = [s for s in selected if s in seen] + [s for s in dict.fromkeys(seen) if s not in selected]
     several = len(order) > 1
     # several systems: the top-level means are the first selected system's, each system in `systems`
     primary = [q for q in records if not several or q.system == order[0]]
     abilities, overall = aggregate(primary)
     phase_seconds = {"ingest": sum(i.get("seconds", 0.0) for i in ingest.values())}
-    for entry in questions:
-        for phase, secs in (entry.get("phase_seconds") or {}).items():
+    for question in questions:
+        for phase, secs in question.phase_seconds.items():
             phase_seconds[phase] = phase_seconds.get(phase, 0.0) + secs
     skipped_for_cap = [q.id for q in records if q.outcome == "skipped" and "spend cap" in (q.error or "")]
-    conversations = {(e.get("system"), _conversation_of(e)) for e in questions}
+    conversations = {(q.system, _conversation_of(q)) for q in questions}
     finished = [info for info in ingest.values() if "failed" not in info]
     unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)  # one ingest per (system, conversation)
     source = bench_set.source if bench_set else None
@@ -80,34 +80,35 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     )
 
 
-def usage_by_system(questions: list[dict[str, Any]], ingest: dict[str, dict[str, Any]],
+def usage_by_system(questions: list[QuestionRecord], ingest: dict[str, dict[str, Any]],
                     order: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
     """system -> meter row -> usage, the ingest (keyed `system/conversation`, or bare for the only
     system) and every question's calls added up, systems in the selected order."""
+    from .schema import UsageRow
+
     out: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in order}
     for key, info in ingest.items():
         system = key.split("/", 1)[0] if "/" in key else (order[0] if order else "graphrag")
-        add_usage(out.setdefault(system, {}), info.get("usage") or {})
-    for entry in questions:
-        system = str(entry.get("system") or (order[0] if order else "graphrag"))
-        add_usage(out.setdefault(system, {}), entry.get("usage") or {})
+        # as the record's rows: the meter's latency_s is a row's seconds, as in every question's usage
+        rows = {role: UsageRow.model_validate(row).model_dump() for role, row in (info.get("usage") or {}).items()}
+        add_usage(out.setdefault(system, {}), rows)
+    for question in questions:
+        system = question.system or (order[0] if order else "graphrag")
+        add_usage(out.setdefault(system, {}), {role: row.model_dump() for role, row in question.usage.items()})
     return {name: rows for name, rows in out.items() if rows}
 
 
-def _question(entry: dict[str, Any], bench_set: BenchmarkSet | None) -> QuestionRecord:
-    from .record import QuestionRecord
-
-    data = dict(entry)
-    if "conversation_id" not in data:  # an error or skip before any result: fill from the data
-        q = bench_set and next((x for x in bench_set.questions if x.id == data["id"]), None)
+def _question(question: QuestionRecord, bench_set: BenchmarkSet | None) -> QuestionRecord:
+    """The record's copy of a result; one that errored or was skipped before any result is filled
+    from the data (its conversation, ability, question and sources)."""
+    if "conversation_id" not in question.model_fields_set:
+        q = bench_set and next((x for x in bench_set.questions if x.id == question.id), None)
         if q:
-            data.update(conversation_id=q.conversation_id, ability=q.ability, index=q.index,
-                        question=q.question, source_message_ids=list(q.source_message_ids),
-                        known_bad_reason=q.known_bad_rubric,
-                        flags=["known_bad_rubric"] if q.known_bad_rubric else [])
-    data.pop("answer_diff", None)
-    fields = set(QuestionRecord.model_fields)
-    return QuestionRecord.model_validate({k: v for k, v in data.items() if k in fields})
+            return question.model_copy(update={
+                "conversation_id": q.conversation_id, "ability": q.ability, "index": q.index, "question": q.question,
+                "source_message_ids": list(q.source_message_ids), "known_bad_reason": q.known_bad_rubric,
+                "flags": ["known_bad_rubric"] if q.known_bad_rubric else []})
+    return question.model_copy()
 
 
 def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | None = None) -> Path:
@@ -144,11 +145,11 @@ def _trace_lines(run_dir: Path) -> Iterator[dict[str, Any]]:
                     yield json.loads(line)
 
 
-def _conversation_of(entry: dict[str, Any]) -> str:
+def _conversation_of(question: QuestionRecord) -> str:
     """A result's conversation: its ``conversation_id``, else the one its question id names."""
     from ..data.ids import parse_question_id
 
-    if entry.get("conversation_id"):
-        return str(entry["conversation_id"])
-    question = parse_question_id(str(entry["id"]))
-    return question.conversation if question is not None else str(entry["id"])
+    if question.conversation_id:
+        return question.conversation_id
+    parsed = parse_question_id(question.id)
+    return parsed.conversation if parsed is not None else question.id

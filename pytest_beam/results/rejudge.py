@@ -31,7 +31,9 @@ class RejudgeError(Exception):
 
 
 def _outcome(score: float, known_bad: bool, pass_score: float) -> str:
-    passed = score >= pass_score
+    from ..scoring import passes
+
+    passed = passes(score, pass_score)
     if known_bad:
         return "xpassed" if passed else "xfailed"
     return "passed" if passed else "failed"

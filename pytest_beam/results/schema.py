@@ -1,14 +1,26 @@
 """The run record's schema: what one benchmark run leaves behind, as JSON-able pydantic models.
 
-Readers ignore fields they do not know, so a record written by a newer version still loads.
+Readers of a record file ignore fields they do not know, so a record written by a newer version
+still loads (:data:`RECORD_FILE_CONTEXT`). Within a run a question's result is one
+:class:`QuestionRecord` from the test to the record, and there an unknown key is an error: the
+test, the workers' parts and the controller run the same version, so a key nobody knows is a bug.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
 
 from ..llm.config import EMBEDDING_ROLE
 from ..llm.config import ROLES as _CHAT_ROLES
@@ -18,7 +30,7 @@ from ..scoring.scores import ItemScore
 __all__ = [
     "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",
     "Outcome", "UsageRow", "all_calls", "ItemScore", "QuestionRecord", "MeanInterval", "AbilityStats", "OverallStats",
-    "ScoringStamp", "RunRecord", "SystemCell", "SystemStats",
+    "ScoringStamp", "RunRecord", "SystemCell", "SystemStats", "RECORD_FILE_CONTEXT",
 ]
 
 SCHEMA_VERSION = 2  # 2: intervals, scoring stamp, judge repeats, system name, label, context tokens
@@ -31,6 +43,12 @@ ROLES: tuple[str, ...] = (*_CHAT_ROLES, EMBEDDING_ROLE)
 KNOWN_BAD_FLAG = "known_bad_rubric"
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+
+#: Validation context for a record read from a file: a question's keys this version does not
+#: know (a newer version wrote them) are dropped, not refused.
+RECORD_FILE_CONTEXT: dict[str, Any] = {"record_file": True}
+# Serialization context of a result on its way to the controller: with its run-only fields.
+_IN_RUN = {"in_run": True}
 
 
 from .stats import AbilityStats, MeanInterval, OverallStats, SystemCell, SystemStats
@@ -72,7 +90,18 @@ def all_calls(usage: Mapping[str, UsageRow | Mapping[str, Any]]) -> int:
 
 
 class QuestionRecord(_Model):
-    """One probing question of one run: its answer, scores, flags, usage and (optionally) trace."""
+    """One probing question of one run: its answer, scores, flags, usage and (optionally) trace.
+
+    Built once from the question's outcome (``session.outcome``), carried to the controller as
+    JSON (the ``beam_result`` user property, a worker's part) and put into the run's record. The
+    fields set so far are what the run knows of it: a result received replaces those it sets, a
+    worker's part fills only those the controller lacks (``session.collector``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Fields the run needs on its way to the record (the controller's phase times, the terminal's
+    #: answer diff) that the record file does not hold.
+    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"phase_seconds", "answer_diff"})
 
     id: str = Field(description='e.g. "conv17:information_extraction:0"')
     conversation_id: str = ""
@@ -80,36 +109,65 @@ class QuestionRecord(_Model):
     index: int = 0
     question: str = ""
     answer: str | None = None
-    score: float | None = Field(None, description="None when the question errored or was skipped")
-    score_excluding_known_bad: float | None = Field(None, description="None for a known-bad-flagged question")
+    score: float | None = Field(default=None, description="None when the question errored or was skipped")
+    score_excluding_known_bad: float | None = Field(default=None, description="None for a known-bad-flagged question")
     event_f1: float | None = None
     event_tau_norm: float | None = None
-    evidence_recall: float | None = Field(None, description="None for abstention questions (no source ids)")
+    evidence_recall: float | None = Field(default=None, description="None for abstention questions (no source ids)")
     flags: list[str] = Field(default_factory=list)
     known_bad_reason: str | None = None
     items: list[ItemScore] = Field(default_factory=list)
     event_detail: dict[str, Any] | None = Field(
-        None,
+        default=None,
         description="event_ordering: answer_lines, alignment [{line, event, event_index}] (or matched: "
         "[event|None]), reference_order, answer_order, precision, recall, event_f1, tau_b, event_tau_norm",
     )
     outcome: Outcome = "passed"
-    error: str | None = Field(None, description="The skip reason or the error summary")
+    error: str | None = Field(default=None, description="The skip reason or the error summary")
     usage: dict[str, UsageRow] = Field(default_factory=dict, description="role -> usage")
     agent_steps: int = 0
     seconds: float = 0.0
     scorer: str | None = None
     source_message_ids: list[int] = Field(default_factory=list)
     retrieved_message_ids: list[int] = Field(default_factory=list)
-    answer_changed: bool | None = Field(None, description="The answer differs from its snapshot (None: not compared)")
+    answer_changed: bool | None = Field(default=None, description="The answer differs from its snapshot (None: not compared)")
     context_tokens: int | None = Field(
-        None, description="Tokens the system put in front of the answering model for this question (None: not measured)")
-    system: str | None = Field(None, description="The memory system that answered (--beam-system name)")
+        default=None, description="Tokens the system put in front of the answering model for this question (None: not measured)")
+    system: str | None = Field(default=None, description="The memory system that answered (--beam-system name)")
     trace: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
         "may be empty here, always present in the trace file",
     )
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict, description="In the run only: agent, judge -> seconds (the record sums them)")
+    answer_diff: str | None = Field(default=None, description="In the run only: the answer's diff from its snapshot")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys_of_a_file(cls, data: Any, info: ValidationInfo) -> Any:
+        """A record file's question keeps the keys this version knows (see RECORD_FILE_CONTEXT)."""
+        if isinstance(data, Mapping) and (info.context or {}).get("record_file"):
+            return {k: v for k, v in data.items() if k in cls.model_fields}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _without_run_only(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """The record (file, page, report) leaves the run-only fields out; a result in the run keeps them."""
+        data: dict[str, Any] = handler(self)
+        if not (info.context or {}).get("in_run"):
+            for name in self.RUN_ONLY:
+                data.pop(name, None)
+        return data
+
+    def in_run_dict(self) -> dict[str, Any]:
+        """This result as the run carries it: the fields set so far (so whoever reads it back knows
+        which ones were), run-only fields included, the trace left out (it has its own file)."""
+        return self.model_dump(mode="json", exclude_unset=True, exclude={"trace"}, context=_IN_RUN)
+
+    def in_run_json(self) -> str:
+        """:meth:`in_run_dict` as JSON: the ``beam_result`` user property."""
+        return self.model_dump_json(exclude_unset=True, exclude={"trace"}, context=_IN_RUN)
 
     @property
     def judge_agreement(self) -> float | None:

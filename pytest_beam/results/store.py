@@ -32,7 +32,14 @@ from pydantic import BaseModel
 
 from ..files import atomic_write
 from ..redaction import scrub_settings
-from .schema import LATEST_FILE, NOTICE_FILE, RECORD_FILE, TRACE_FILE, RunRecord
+from .schema import (
+    LATEST_FILE,
+    NOTICE_FILE,
+    RECORD_FILE,
+    RECORD_FILE_CONTEXT,
+    TRACE_FILE,
+    RunRecord,
+)
 
 __all__ = [
     "RecordNotFound", "Listed", "jsonable", "notice_text", "write_record", "read_record", "resolve_record_path",
@@ -135,7 +142,7 @@ def read_record(path: str | os.PathLike[str]) -> RunRecord:
     """Load a record from a run dir, a ``record.json`` path, or a results dir (its latest run)."""
     target = resolve_record_path(path)
     try:
-        return RunRecord.model_validate_json(target.read_bytes())
+        return RunRecord.model_validate_json(target.read_bytes(), context=RECORD_FILE_CONTEXT)
     except ValueError as exc:  # pydantic ValidationError is a ValueError
         raise ValueError(f"{target} is not a readable run record: {exc}") from exc
 
@@ -155,7 +162,7 @@ def list_records(results_dir: str | os.PathLike[str]) -> list[Listed]:
     out: list[Listed] = []
     for path in sorted(root.glob(f"*/{RECORD_FILE}")):
         try:
-            out.append(Listed(path, RunRecord.model_validate_json(path.read_bytes()), None))
+            out.append(Listed(path, RunRecord.model_validate_json(path.read_bytes(), context=RECORD_FILE_CONTEXT), None))
         except (OSError, ValueError) as exc:
             out.append(Listed(path, None, str(exc).splitlines()[0]))
     out.sort(key=lambda e: ((e.record.started or "") if e.record else "", str(e.path)))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 _WHERE = {
     "FLAGS": "scores", "EventOrderingDetail": "scores", "ItemScore": "scores", "LineMatch": "scores",
-    "QuestionScore": "scores", "ScorerMode": "scores",
+    "QuestionScore": "scores", "ScorerMode": "scores", "passes": "scores",
     "JUDGE_ROLE": "judge", "JudgeModel": "judge", "JudgeReply": "judge", "JudgeText": "judge",
     "parse_judge_json": "judge",
     "align_lines": "event_ordering",
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .names import PROFILE_NAMES, ProfileName
     from .profiles import PROFILES, ScoringProfile, get_profile
     from .scorer import score_question
-    from .scores import FLAGS, EventOrderingDetail, ItemScore, LineMatch, QuestionScore, ScorerMode
+    from .scores import FLAGS, EventOrderingDetail, ItemScore, LineMatch, QuestionScore, ScorerMode, passes
 
 
 def __getattr__(name: str) -> Any:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..data.records import ProbingQuestion, ReferenceAnswer
 from .judge import JudgeModel
+from .scores import passes
 
 __all__ = [
     "CALIBRATION_PASS",
@@ -248,7 +249,7 @@ def judge_case(case: CalibrationCase, question: ProbingQuestion, judge: JudgeMod
     one_item = question.model_copy(update={"rubric": (case.rubric_item,)})
     scored = score_question(one_item, case.answer, judge, mode=profile, judge_runs=judge_runs)  # type: ignore[arg-type]
     item = scored.items[0]
-    return CaseVerdict(case_id=case.id, judged_pass=item.score >= CALIBRATION_PASS, score=item.score,
+    return CaseVerdict(case_id=case.id, judged_pass=passes(item.score, CALIBRATION_PASS), score=item.score,
                        reason=item.reason, flags=list(scored.flags), calls=scored.judge_calls)
 
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .names import ProfileName as ScorerMode  # the one list of profile names
 
-__all__ = ["ScorerMode", "ItemScore", "LineMatch", "EventOrderingDetail", "QuestionScore", "FLAGS"]
+__all__ = ["ScorerMode", "ItemScore", "LineMatch", "EventOrderingDetail", "QuestionScore", "FLAGS", "passes"]
 
 
 #: Every flag a QuestionScore may carry, with its meaning.
@@ -20,6 +20,12 @@ FLAGS: dict[str, str] = {
     "once with a larger cap",
     "tau_undefined": "event_ordering: Kendall tau-b was undefined (NaN, e.g. an empty or one-line answer); tau_norm set to 0",
 }
+
+
+def passes(score: float, pass_score: float) -> bool:
+    """The one verdict of a score: a question passes at or above the pass score, in the run
+    (``session.outcome``) and when its answer is judged again (``results.rejudge``) alike."""
+    return score >= pass_score
 
 
 class _Record(BaseModel):

@@ -22,7 +22,9 @@ from ..files import atomic_write
 import pytest
 
 if TYPE_CHECKING:
+    from ..data.ids import ItemId
     from ..results.record import RunRecord
+    from ..results.schema import Outcome, QuestionRecord
     from ..system import IngestReport
     from .judge_check import SessionJudgeCheck
     from .state import BeamSession
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 class RunCollector:
     def __init__(self, session: BeamSession) -> None:
         self.session = session
-        self.questions: dict[str, dict[str, Any]] = {}
+        self.questions: dict[str, QuestionRecord] = {}  # by item id; the fields set are the ones known
         self.ingest: dict[str, dict[str, Any]] = {}
         self.services: dict[str, str] = {}
         self.meter: dict[str, dict[str, Any]] = {}
@@ -52,7 +54,8 @@ class RunCollector:
         if not self.session.is_worker:
             return
         with self._lock:
-            part = {"ingest": self.ingest, "services": self.services, "questions": self.questions,
+            part = {"ingest": self.ingest, "services": self.services,
+                    "questions": {key: q.in_run_dict() for key, q in self.questions.items()},
                     "relay": self._own_relay()}
             atomic_write(self.parts / f"{self.session.process_name}.json", json.dumps(part, default=str))
 
@@ -82,27 +85,32 @@ class RunCollector:
         from ..data.ids import item_id_of_nodeid
 
         item = item_id_of_nodeid(report.nodeid)
-        if item is None or not report.nodeid.startswith("beam::"):
+        if item is None:
             return
         with self._lock:
-            self._add_report(str(item), report)
+            self._add_report(item, report)
             self.persist()
 
-    def _add_report(self, key: str, report: pytest.TestReport) -> None:
-        """`key` is the item's id: the question id, after its system's name when systems are compared."""
-        from .selection import split_param_id
+    def _add_report(self, item: ItemId, report: pytest.TestReport) -> None:
+        """Keyed by the item's id: the question id, after its system's name when systems are compared."""
+        from ..results.schema import QuestionRecord
 
-        system, qid = split_param_id(key) or (None, key)
         props = dict(report.user_properties)
-        entry = self.questions.setdefault(key, {"id": qid, "system": system or self.session.systems[0]})
+        entry = self.questions.get(str(item))
+        if entry is None:
+            entry = self.questions[str(item)] = QuestionRecord(
+                id=str(item.question), system=item.system or self.session.systems[0])
         if "beam_result" in props:
-            entry.update(json.loads(str(props["beam_result"])))
+            result = _result(report.nodeid, str(props["beam_result"]))
+            for name in result.model_fields_set:  # the result's fields replace the entry's
+                setattr(entry, name, getattr(result, name))
         if report.when == "call" or report.outcome != "passed":
-            entry["outcome"] = _outcome(report)
-            if report.outcome != "passed" and entry["outcome"] in ("error", "skipped"):
-                entry["error"] = _short(report)
-            elif report.when == "call":
-                entry.pop("error", None)  # run again after a crashed worker: the new verdict stands alone
+            entry.outcome = _outcome(report)
+            if report.outcome != "passed" and entry.outcome in ("error", "skipped"):
+                entry.error = _short(report)
+            elif report.when == "call":  # run again after a crashed worker: the new verdict stands alone
+                entry.error = None
+                entry.model_fields_set.discard("error")  # unknown again: a worker's part may fill it
 
     def _own_relay(self) -> dict[str, dict[str, int]]:
         runtime = self.session.runtime
@@ -125,10 +133,11 @@ class RunCollector:
                     self.ingest[cid] = info
             self.services.update(part.get("services", {}))
             add_usage(self.relay, part.get("relay", {}))
-            for qid, entry in part.get("questions", {}).items():
-                mine = self.questions.setdefault(qid, entry)  # the controller's reports win
-                for key, value in entry.items():
-                    mine.setdefault(key, value)
+            for key, entry in part.get("questions", {}).items():
+                theirs = _part_result(path, key, entry)
+                mine = self.questions.setdefault(key, theirs)
+                for name in theirs.model_fields_set - mine.model_fields_set:  # the controller's reports win
+                    setattr(mine, name, getattr(theirs, name))
 
     def finish(self, exitstatus: int) -> int:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
@@ -142,7 +151,7 @@ class RunCollector:
             exitstatus = int(pytest.ExitCode.USAGE_ERROR)
         spent = any(row.get(k) for row in self.meter.values()
                     for k in ("calls", "cached_calls", "replayed_calls", "abandoned", "errors"))
-        ran = any(q.get("outcome") not in (None, "skipped") for q in self.questions.values())
+        ran = any(verdict_of(q) not in (None, "skipped") for q in self.questions.values())
         if not self.ingest and not spent and not ran:
             # nothing ran (everything skipped or deselected): no record, and no folder left
             # holding only workers' parts and progress logs
@@ -190,7 +199,7 @@ class RunCollector:
     def _stopped_by_cap(self) -> str | None:
         """One line when every question of the run was skipped and the spend cap skipped them; a
         run where some questions finished before the cap is partial (the record says so), not this."""
-        outcomes = [(q.get("outcome"), str(q.get("error") or "")) for q in self.questions.values()]
+        outcomes = [(verdict_of(q), q.error or "") for q in self.questions.values()]
         if not outcomes or any(outcome != "skipped" for outcome, _ in outcomes):
             return None
         capped = sum("spend cap reached" in error for _, error in outcomes)
@@ -212,7 +221,7 @@ class RunCollector:
         terminalreporter.write_sep("=", "pytest-beam summary")
         for line in render_summary(self.record):
             terminalreporter.write_line(line)
-        diffs = [(qid, e.get("answer_diff")) for qid, e in self.questions.items() if e.get("answer_diff")]
+        diffs = [(qid, q.answer_diff) for qid, q in self.questions.items() if q.answer_diff]
         for qid, diff in diffs:
             terminalreporter.write_line(f"answer changed: {qid}")
             for line in str(diff).splitlines():
@@ -222,6 +231,40 @@ class RunCollector:
         for line in (self.write_line, self.cap_line):
             if line:
                 terminalreporter.write_line(line, red=True, bold=True)
+
+
+class ResultError(ValueError):
+    """A worker's part or a report carries a question result this version cannot read."""
+
+
+def _result(nodeid: str, text: str) -> QuestionRecord:
+    """A report's ``beam_result``: the question's result as the test made it."""
+    from pydantic import ValidationError
+
+    from ..results.schema import QuestionRecord
+
+    try:
+        return QuestionRecord.model_validate_json(text)
+    except ValidationError as exc:
+        raise ResultError(f"{nodeid}: its beam_result is no question result: {exc}") from exc
+
+
+def _part_result(path: Path, key: str, entry: object) -> QuestionRecord:
+    """One question of a worker's part, read back as the result it wrote; anything else is refused."""
+    from pydantic import ValidationError
+
+    from ..results.schema import QuestionRecord
+
+    try:
+        return QuestionRecord.model_validate(entry)
+    except ValidationError as exc:
+        raise ResultError(f"the worker's part {path} holds question {key} in a shape this run "
+                        f"cannot read: {exc}") from exc
+
+
+def verdict_of(question: QuestionRecord) -> str | None:
+    """The question's outcome once a report gave it one, else None (only its setup was reported)."""
+    return question.outcome if "outcome" in question.model_fields_set else None
 
 
 def _one_row(usage: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -234,7 +277,7 @@ def _one_row(usage: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return total.get("all", {})
 
 
-def _outcome(report: pytest.TestReport) -> str:
+def _outcome(report: pytest.TestReport) -> Outcome:
     if hasattr(report, "wasxfail"):
         return "xfailed" if report.skipped else "xpassed"
     if report.when != "call" and report.failed:

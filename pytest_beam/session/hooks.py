@@ -171,11 +171,12 @@ class BeamSessionPlugin:
     def _judge_check(self, session: pytest.Session) -> None:
         """The judge's calibration on the questions that ran (``--beam-judge-check``), before the
         endpoint stops; a Ctrl-C here ends the check, never the record."""
+        from .collector import verdict_of
         from .judge_check import SessionJudgeCheck, run_session_judge_check
 
         collector = self.session.collector
         assert collector is not None
-        ran = {str(q["id"]) for q in collector.questions.values() if q.get("outcome") not in (None, "skipped", "error")}
+        ran = {q.id for q in collector.questions.values() if verdict_of(q) not in (None, "skipped", "error")}
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         say = (lambda line: show_line(reporter, line)) if reporter is not None else (lambda line: None)
         try:

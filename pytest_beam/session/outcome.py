@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
+from ..scoring.scores import passes
 from .runtime import NO_ANSWER_FLAGS
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
+    from ..results.schema import QuestionRecord
     from .runtime import Outcome, Runtime
 
 RecordProperty = Callable[[str, object], None]
@@ -20,8 +22,10 @@ RecordProperty = Callable[[str, object], None]
 PROPERTY_PREFIX = "beam_"
 
 
-def question_result(outcome: Outcome) -> dict[str, Any]:
-    """The JSON-able result of one question, carried to the controller and the record."""
+def question_record(outcome: Outcome) -> QuestionRecord:
+    """The one typed result of one question, carried to the controller and into the record."""
+    from ..results.schema import ItemScore, QuestionRecord, UsageRow
+
     q, answer, score = outcome.question, outcome.answer, outcome.score
     flags = sorted(set(answer.flags) | set(score.flags if score is not None else ())
                    | ({"known_bad_rubric"} if q.known_bad_rubric else set()))
@@ -30,29 +34,31 @@ def question_result(outcome: Outcome) -> dict[str, Any]:
     else:
         value = 0.0 if NO_ANSWER_FLAGS & set(answer.flags) else score.score
         detail = score.model_dump(mode="json") if hasattr(score, "model_dump") else dict(score.__dict__)
-    return {
-        "id": q.id, "conversation_id": q.conversation_id, "ability": q.ability, "index": q.index,
-        "question": q.question, "answer": answer.text, "score": value,
-        "score_excluding_known_bad": None if q.known_bad_rubric else value,
-        "event_f1": detail.get("event_f1"), "event_tau_norm": detail.get("event_tau_norm"),
-        "evidence_recall": outcome.evidence_recall, "flags": flags, "known_bad_reason": q.known_bad_rubric,
-        "items": [{"rubric_item": i.get("rubric_item"), "score": i.get("score"), "reason": i.get("reason"),
-                   "parsed": i.get("parsed", True), "reply": i.get("reply"), "repeats": i.get("repeats", []),
-                   "reply_format": i.get("reply_format")}
-                  for i in detail.get("items", [])],
-        "event_detail": detail.get("event_detail"),
-        "usage": outcome.usage, "agent_steps": answer.steps,
-        "seconds": round(sum(outcome.seconds.values()), 3), "phase_seconds": outcome.seconds,
-        "scorer": detail.get("mode"), "source_message_ids": list(q.source_message_ids),
-        "retrieved_message_ids": sorted(answer.retrieved_message_ids), "trace": answer.trace,
-        "context_tokens": answer.context_tokens, "system": outcome.system,
-    }
+    return QuestionRecord(
+        id=q.id, conversation_id=q.conversation_id, ability=q.ability, index=q.index,
+        question=q.question, answer=answer.text, score=value,
+        score_excluding_known_bad=None if q.known_bad_rubric else value,
+        event_f1=detail.get("event_f1"), event_tau_norm=detail.get("event_tau_norm"),
+        evidence_recall=outcome.evidence_recall, flags=flags, known_bad_reason=q.known_bad_rubric,
+        # the judge's own score value (judge_score) is the scorer's, not the record's
+        items=[ItemScore.model_validate({
+            "rubric_item": i.get("rubric_item"), "score": i.get("score"), "reason": i.get("reason"),
+            "parsed": i.get("parsed", True), "reply": i.get("reply"), "repeats": i.get("repeats", []),
+            "reply_format": i.get("reply_format")}) for i in detail.get("items", [])],
+        event_detail=detail.get("event_detail"),
+        usage={role: UsageRow.model_validate(row) for role, row in outcome.usage.items()},
+        agent_steps=answer.steps,
+        seconds=round(sum(outcome.seconds.values()), 3), phase_seconds=outcome.seconds,
+        scorer=detail.get("mode"), source_message_ids=list(q.source_message_ids),
+        retrieved_message_ids=sorted(answer.retrieved_message_ids), trace=answer.trace,
+        context_tokens=answer.context_tokens, system=outcome.system,
+    )
 
 
 def record_unjudged(outcome: Outcome, user_properties: list[tuple[str, object]]) -> None:
     """An answer whose judging failed (the question errors): its result without a score goes on
     the item, so the record keeps the answer and what it cost, for ``rejudge`` to score later."""
-    _record(question_result(outcome), lambda name, value: user_properties.append((name, value)))
+    _record(question_record(outcome), lambda name, value: user_properties.append((name, value)))
 
 
 def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tuple[str, object]],
@@ -64,46 +70,48 @@ def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tupl
     def record_property(name: str, value: object) -> None:
         user_properties.append((name, value))
 
-    result = question_result(outcome)
-    result["answer_changed"], result["answer_diff"], snapshot_failure = _snapshot(
+    result = question_record(outcome)
+    result.answer_changed, result.answer_diff, snapshot_failure = _snapshot(
         outcome, runtime, snapshot, settings.snapshot)
     _record(result, record_property)
     if snapshot_failure:
         pytest.fail(snapshot_failure, pytrace=False)
-    if NO_ANSWER_FLAGS & set(result["flags"]):
-        pytest.fail(f"{result['id']}: the agent gave no answer ({', '.join(result['flags'])}); scored 0", pytrace=False)
-    if result["score"] < settings.pass_score:
-        lines = [f"{result['id']}: score {result['score']:.3f} < pass score {settings.pass_score}"]
-        lines += [f"  [{i['score']}] {i['rubric_item']} — {i['reason']}" for i in result["items"]]
-        if result["event_f1"] is not None:
-            lines.append(f"  event_f1={result['event_f1']:.3f} event_tau_norm={result['event_tau_norm']:.3f}")
+    if NO_ANSWER_FLAGS & set(result.flags):
+        pytest.fail(f"{result.id}: the agent gave no answer ({', '.join(result.flags)}); scored 0", pytrace=False)
+    assert result.score is not None  # judged: an answer whose judging failed went to record_unjudged
+    if not passes(result.score, settings.pass_score):
+        lines = [f"{result.id}: score {result.score:.3f} < pass score {settings.pass_score}"]
+        lines += [f"  [{i.score}] {i.rubric_item} — {i.reason}" for i in result.items]
+        if result.event_f1 is not None:
+            lines.append(f"  event_f1={result.event_f1:.3f} event_tau_norm={result.event_tau_norm:.3f}")
         pytest.fail("\n".join(lines), pytrace=False)
 
 
-def _record(result: dict[str, Any], record_property: RecordProperty) -> None:
-    """Metrics as user properties: JUnit XML carries them; xdist brings them to the controller."""
+def _record(result: QuestionRecord, record_property: RecordProperty) -> None:
+    """Metrics as user properties: JUnit XML carries them; the result itself, as JSON, rides along
+    to the controller (xdist copies user properties there)."""
     for key in ("score", "score_excluding_known_bad", "event_f1", "event_tau_norm", "evidence_recall"):
-        if result[key] is not None:
-            record_property(key, round(float(result[key]), 6))
-    if result["flags"]:
-        record_property("flags", ",".join(result["flags"]))
-    for n, item in enumerate(result["items"]):
-        record_property(f"item_{n}", json.dumps({"score": item["score"], "reason": item["reason"]}))
+        value = getattr(result, key)
+        if value is not None:
+            record_property(key, round(float(value), 6))
+    if result.flags:
+        record_property("flags", ",".join(result.flags))
+    for n, item in enumerate(result.items):
+        record_property(f"item_{n}", json.dumps({"score": item.score, "reason": item.reason}))
     from ..results.schema import all_calls
 
     # Tokens paid live, and apart the calls and tokens served from the cache or a cassette: a
     # replayed question has no live tokens, which is not the same as a question that cost nothing.
     total = {"prompt_tokens": 0, "completion_tokens": 0, "cached_calls": 0, "replayed_calls": 0, "cached_tokens": 0}
-    for usage in result["usage"].values():
+    for usage in result.usage.values():
         for key in total:
-            total[key] += int(usage.get(key, 0) or 0)
-    record_property("calls", all_calls(result["usage"]))  # live, cached and replayed, as the record counts
+            total[key] += int(getattr(usage, key) or 0)
+    record_property("calls", all_calls(result.usage))  # live, cached and replayed, as the record counts
     for key, value in total.items():
         if value or key in ("prompt_tokens", "completion_tokens"):
             record_property(key, value)
-    record_property("agent_steps", result["agent_steps"])
-    compact = {k: v for k, v in result.items() if k != "trace"}
-    record_property(PROPERTY_PREFIX + "result", json.dumps(compact, default=str))
+    record_property("agent_steps", result.agent_steps)
+    record_property(PROPERTY_PREFIX + "result", result.in_run_json())
 
 
 def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion, mode: str) -> tuple[bool | None, str | None, str | None]:

@@ -25,8 +25,6 @@ def conversation_of(nodeid: str) -> str | None:
     every system of a conversation goes to the same worker, which loads its data once."""
     from ..data.ids import item_id_of_nodeid
 
-    if not nodeid.startswith("beam::test_question["):
-        return None
     item = item_id_of_nodeid(nodeid)
     return item.question.conversation_label if item else None
 

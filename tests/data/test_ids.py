@@ -87,9 +87,38 @@ def test_the_collector_keys_a_tier_item_by_its_id(tmp_path):
         systems = ["graphrag"]
         runtime = None
 
+    from pytest_beam.results.schema import QuestionRecord
+
     collector = RunCollector(Session())  # type: ignore[arg-type]
+    result = QuestionRecord(id="500K/conv3:summarization:0", score=1.0).in_run_json()
     report = _pytest.TestReport("beam::test_question[500K/conv3:summarization:0]", ("x", 0, "x"), {}, "passed",
-                                None, "call", user_properties=[("beam_result", '{"score": 1.0}')])
+                                None, "call", user_properties=[("beam_result", result)])
     collector.add_report(report)
-    assert collector.questions["500K/conv3:summarization:0"]["id"] == "500K/conv3:summarization:0"
-    assert collector.questions["500K/conv3:summarization:0"]["score"] == 1.0
+    assert collector.questions["500K/conv3:summarization:0"].id == "500K/conv3:summarization:0"
+    assert collector.questions["500K/conv3:summarization:0"].score == 1.0
+
+
+def test_the_suite_s_node_id_prefix_is_the_one_collection_makes():
+    """The codec knows how the suite's node ids start; the session builds them: the two agree."""
+    from pytest_beam.data.ids import SUITE_ITEM_PREFIX
+    from pytest_beam.session import suite
+    from pytest_beam.session.collection import SUITE_NODEID
+
+    assert SUITE_ITEM_PREFIX == f"{SUITE_NODEID}::{suite.test_question.__name__}["
+
+
+@pytest.mark.parametrize("nodeid", [
+    "tests/test_mine.py::test_param[conv1:abstention:0]",
+    "tests/test_mine.py::test_param[bm25-500K/conv3:summarization:0]",
+    "beam::other[conv1:abstention:0]",
+])
+def test_a_user_test_with_a_question_like_parameter_is_no_suite_item(nodeid):
+    """Only the suite's items are questions: a user's own parametrized test in the same session got
+    a ``beam.<ability>`` JUnit class (the codec read any ``[...]``), and would have been grouped by
+    conversation on xdist."""
+    from pytest_beam.session.scheduling import conversation_of
+    from pytest_beam.session.selection import junit_classname
+
+    assert item_id_of_nodeid(nodeid) is None
+    assert junit_classname(nodeid) is None
+    assert conversation_of(nodeid) is None
