@@ -41,7 +41,14 @@ from .meter import Meter, Snapshot, Usage
 if TYPE_CHECKING:
     from .client import ModelClient
 
-__all__ = ["LabelledMeter", "ModelRelay", "RelayCounts", "meter_row"]
+__all__ = ["LIBRARY_CLIENT_OPTIONS", "LabelledMeter", "ModelRelay", "RelayCounts", "meter_row"]
+
+# What an outside library's own `openai` client is given (`client.with_options(**...)`): no timeout
+# and no retry of its own. The harness bounds each call (its timeout per attempt, its retries) and the
+# relay always answers, while a library's default (600 s, 2 retries) counts the time a call waits
+# for the endpoint's one slot: on the embedded model Graphiti gave up on a call still queued, and a
+# retry of its own would have sent the call twice.
+LIBRARY_CLIENT_OPTIONS: dict[str, Any] = {"timeout": None, "max_retries": 0}
 
 _PATH = re.compile(r"^/(?P<system>[A-Za-z0-9_.-]+)/(?P<role>[a-z]+)/v1/(?P<what>chat/completions|embeddings|models)/?$")
 _FORWARDED = ("messages", "tools", "tool_choice", "response_format")

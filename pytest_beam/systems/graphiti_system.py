@@ -29,6 +29,7 @@ import os
 from typing import Any
 
 from ..data.records import Document, SystemQuestion
+from ..llm.relay import LIBRARY_CLIENT_OPTIONS
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
 from .recalled import Recalled, Turn, answer_from_recalled, turns
@@ -115,11 +116,11 @@ class GraphitiSystem(MemorySystem):
         connection = self.context.start_neo4j()
         llm = OpenAIGenericClient(LLMConfig(api_key="pytest-beam-relay", model=model, small_model=model, base_url=url,
                                             temperature=0.0, max_tokens=MAX_TOKENS), max_tokens=MAX_TOKENS)
-        llm.client = llm.client.with_options(max_retries=0)  # the harness's client retried already
+        llm.client = llm.client.with_options(**LIBRARY_CLIENT_OPTIONS)  # the harness times and retries
         embedder = OpenAIEmbedder(OpenAIEmbedderConfig(api_key="pytest-beam-relay", base_url=url,
                                                        embedding_model=relay.embedding_model,
                                                        embedding_dim=relay.dimensions))
-        embedder.client = embedder.client.with_options(max_retries=0)
+        embedder.client = embedder.client.with_options(**LIBRARY_CLIENT_OPTIONS)
 
         # made outside a running loop, so the driver schedules nothing itself: the indexes are built below
         driver = Neo4jDriver(connection.uri, connection.user, connection.password, database=connection.database)

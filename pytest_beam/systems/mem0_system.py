@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..data.records import Document, SystemQuestion
+from ..llm.relay import LIBRARY_CLIENT_OPTIONS
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
 from .recalled import Recalled, Turn, answer_from_recalled, turns
@@ -135,7 +136,11 @@ class Mem0System(MemorySystem):
                 "embedding_model_dims": relay.dimensions}},
             "history_db_path": str(work / "history.db"),
         }
-        return main.Memory.from_config(config)
+        memory = main.Memory.from_config(config)
+        # its OpenAI clients wait as long as the harness does and never retry on their own
+        memory.llm.client = memory.llm.client.with_options(**LIBRARY_CLIENT_OPTIONS)
+        memory.embedding_model.client = memory.embedding_model.client.with_options(**LIBRARY_CLIENT_OPTIONS)
+        return memory
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run a Mem0 call; a failure the relay kept (cap, cassette miss, endpoint) is raised as itself."""
