@@ -26,7 +26,7 @@ from .defects import runaway
 from .ids import QuestionId
 from .markers import marker_shape
 from .records import ABILITIES
-from .sources import chat_present, read_chat
+from .local_copy import chat_present, read_chat
 from .tiers import tier as tier_of
 
 

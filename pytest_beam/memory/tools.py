@@ -17,8 +17,8 @@ from ..services.access import AGENT_READS, ReadLimits
 from .cypher_tool import run_cypher_tool
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
 from .names import lookup_forms
-from .search import (PER_SESSION, Embedder, SearchHit, fulltext_search, hybrid_search, id_key, iso, read_graph,
-                     session_user_turns, topic_by_session)
+from .search import PER_SESSION, fulltext_search, hybrid_search, session_user_turns, topic_by_session
+from .search_hits import Embedder, SearchHit, id_key, iso, read_graph
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
 from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
 
