@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..systems import DEFAULT_SYSTEM
 if TYPE_CHECKING:
     from .state import BeamSession
     from ..data.records import ProbingQuestion
@@ -37,7 +38,7 @@ class ConversationRun:
     system: MemorySystem
     ingest: IngestReport
     ingest_usage: dict[str, Any]
-    system_name: str = "graphrag"  # the selected name the answers are recorded under
+    system_name: str = DEFAULT_SYSTEM  # the selected name the answers are recorded under
 
 
 @dataclass
