@@ -7,9 +7,10 @@ below is the single source for all three spellings, the help text and the README
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
 from .systems import DEFAULT_SYSTEM
@@ -252,7 +253,7 @@ RECORDED_SETTINGS = ("model", "extraction_model", "resolution_model", "judge_mod
                      "pass_score", "judge_check")
 
 
-def recorded_settings(settings: "Settings") -> dict[str, Any]:
+def recorded_settings(settings: Settings) -> dict[str, Any]:
     """The cassette header's settings of a run (JSON-able)."""
     return {name: getattr(settings, name) for name in RECORDED_SETTINGS}
 

@@ -63,7 +63,7 @@ class MemorySystem(ABC):
     @abstractmethod
     def answer(self, question: SystemQuestion) -> SystemAnswer: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- optional: most systems hold nothing to release
         """Release what the system holds (drivers, files); the harness stops services itself."""
 
 

@@ -88,14 +88,16 @@ def _read_json(path: Path, rel: str, root: Path, pinned: dict[str, pins.FilePin]
         raise BeamDataError(f"{path} is not valid JSON: {exc}") from exc
 
 
-def read_chat(root: Path, tier: str, conversation: str, pinned: dict[str, pins.FilePin]) -> tuple[list[list[dict[str, Any]]], str]:
+def read_chat(root: Path, tier: str, conversation: str,
+              pinned: dict[str, pins.FilePin]) -> tuple[list[list[dict[str, Any]]], str]:
     """One conversation's sessions, every file hash-checked, and where it was read from."""
     spec = tier_of(tier)
     rel = spec.chat_path(conversation)
     path = root / rel
     if spec.layout == "chat" or path.is_file():
         chat = _read_json(path, rel, root, pinned)
-        return (joined_plan_sessions(chat, path) if spec.layout == "plans" else upstream_sessions(chat, path)), str(path)
+        sessions = joined_plan_sessions(chat, path) if spec.layout == "plans" else upstream_sessions(chat, path)
+        return sessions, str(path)
     plans = []
     for k in plan_numbers(root, tier, conversation, pinned):
         plan_rel = spec.plan_path(conversation, k)

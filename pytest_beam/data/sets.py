@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import BeamDataError
+from .huggingface import load_huggingface
+from .ids import DEFAULT_TIER
+from .local_copy import load_local, missing_chats, missing_line
 from .markers import strip_document
 from .records import Conversation, Document, ProbingQuestion, ReferenceAnswer, SystemQuestion
-from .ids import DEFAULT_TIER
-from .huggingface import load_huggingface
-from .local_copy import load_local, missing_chats, missing_line
 from .sources import BeamCorpus
 from .tiers import tier as tier_of
 

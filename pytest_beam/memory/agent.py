@@ -6,8 +6,9 @@ Two ways to talk to the model, chosen by ``AgentConfig.tool_mode``:
   tool call is the final answer.
 * ``"json"``: every step is a ``models.structured(...)`` call whose reply is an
   :class:`AgentAction` — a tool and its arguments, or none when the model has what it needs; the
-  answer is then one plain-text call to a reader of the tools' results (``prompts.READER_TEMPLATE``). Works with any model that can
-  return JSON (grammar-constrained endpoints always can).
+  answer is then one plain-text call to a reader of the tools' results
+  (``prompts.READER_TEMPLATE``). Works with any model that can return JSON (grammar-constrained
+  endpoints always can).
 * ``"auto"`` (default): start native, and fall back to JSON actions for this question when
   (a) the endpoint refuses the request with tools (HTTP 400/422 whose text mentions tools), or
   (b) the model's *first* native reply has no tool call. Rule (b) is sound because no memory

@@ -12,8 +12,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..llm.errors import StructuredOutputError
 from ..system import SystemAnswer
 from . import prompts_agent as prompts
-from .agent_run import (AGENT_ROLE, FLAG_AGENT_FAILURE, FLAG_TIMEOUT, AgentRun, FirstSearch, canonical_json, finish,
-                        unwrap_json_answer)
+from .agent_run import (
+    AGENT_ROLE,
+    FLAG_AGENT_FAILURE,
+    FLAG_TIMEOUT,
+    AgentRun,
+    FirstSearch,
+    canonical_json,
+    finish,
+    unwrap_json_answer,
+)
 
 ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_rules", "topic_sessions",
                    "session_outline", "read_messages", "cypher"]

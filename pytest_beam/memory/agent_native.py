@@ -10,8 +10,16 @@ from typing import Any
 from ..llm.errors import ModelEndpointError
 from ..system import SystemAnswer
 from . import prompts_agent as prompts
-from .agent_run import (AGENT_ROLE, FIRST_SEARCH_CALL_ID, FLAG_AGENT_FAILURE, FLAG_TIMEOUT, AgentRun, FirstSearch,
-                        canonical_json, finish)
+from .agent_run import (
+    AGENT_ROLE,
+    FIRST_SEARCH_CALL_ID,
+    FLAG_AGENT_FAILURE,
+    FLAG_TIMEOUT,
+    AgentRun,
+    FirstSearch,
+    canonical_json,
+    finish,
+)
 
 
 def _refuses_tools(exc: ModelEndpointError) -> bool:
@@ -29,8 +37,9 @@ class SwitchToJson(Exception):
         self.reason = reason
 
 
-# The refusal (rule (a) in the docstring of memory/agent.py) is remembered on the model client the runtime owns, as the client
-# remembers its own endpoint quirks (seed, structured-output mode): no module-level state.
+# The refusal (rule (a) in the docstring of memory/agent.py) is remembered on the model client
+# the runtime owns, as the client remembers its own endpoint quirks (seed, structured-output
+# mode): no module-level state.
 REFUSED_NATIVE_ATTR = "agent_refused_native_tools"
 
 

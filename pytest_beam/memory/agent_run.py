@@ -47,7 +47,8 @@ class AgentConfig:
         if self.first_search_hits < 0:
             raise ValueError("first_search_hits must be 0 or more")
         if self.first_search_kind not in ("any", "messages", "statements"):
-            raise ValueError(f"first_search_kind must be 'any', 'messages' or 'statements', not {self.first_search_kind!r}")
+            raise ValueError("first_search_kind must be 'any', 'messages' or 'statements', "
+                             f"not {self.first_search_kind!r}")
 
 
 class AgentRun:
@@ -149,7 +150,7 @@ def finish(run: AgentRun, messages: list[dict[str, Any]], flag: str, mode: str) 
     """The step limit or the time is up: one call without tools for the best answer so far."""
     run.note("limit_reached", reason="timeout" if flag == FLAG_TIMEOUT else "steps_or_no_answer",
              model_calls=run.model_calls)
-    final_messages = list(messages) + [{"role": "user", "content": prompts.FINAL_NUDGE}]
+    final_messages = [*messages, {"role": "user", "content": prompts.FINAL_NUDGE}]
     # Infrastructure errors (endpoint, budget, cassette) propagate from here as everywhere.
     result = run.models.chat(role=AGENT_ROLE, messages=final_messages,
                              max_tokens=run.config.final_max_tokens)

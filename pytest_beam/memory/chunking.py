@@ -9,8 +9,8 @@ into pieces, each keeping its message id (and its part number). Chunk ids are de
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..data.records import Document
 from .tokens import count_tokens, split_by_tokens

@@ -211,7 +211,8 @@ def topic_by_session(driver: Any, database: str, text: str, embedder: Embedder |
         group = kept.setdefault(hit.session, [])
         if len(group) < per_session:
             group.append(hit)
-    chosen = sorted((h for group in kept.values() for h in group), key=lambda h: (h.order if h.order is not None else 0, h.id))
+    chosen = sorted((h for group in kept.values() for h in group),
+                    key=lambda h: (h.order if h.order is not None else 0, h.id))
     return with_replies(driver, database, chosen, limits) if replies else chosen
 
 

