@@ -289,19 +289,21 @@ class LocalNeo4jService(Neo4jService):
         env["NEO4J_CONF"] = str(self.home / "conf")
         env.pop("JAVA_TOOL_OPTIONS", None)
         # the child keeps its own copy of the file descriptor; ours is closed once it is spawned
-        with open(self.home / "logs" / "console.log", "ab") as console:
-            try:
-                self.process = _process.spawn(
-                    args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=console,
-                    stderr=subprocess.STDOUT,
-                    cwd=str(self.home),
-                    env=env,
-                    close_fds=True,
-                )
-            except OSError as exc:
-                raise Neo4jServiceError(f"could not run {java}: {exc}. " + FIX_HINT, label=self.label) from None
+        console = open(self.home / "logs" / "console.log", "ab")  # noqa: SIM115 -- closed in finally
+        try:
+            self.process = _process.spawn(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                cwd=str(self.home),
+                env=env,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise Neo4jServiceError(f"could not run {java}: {exc}. " + FIX_HINT, label=self.label) from None
+        finally:
+            console.close()
 
     def _wait_ready(self, password: str, t0: float) -> None:
         assert self.process is not None and self.home is not None and self.port is not None
