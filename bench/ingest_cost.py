@@ -259,7 +259,7 @@ SCALE = "100K:17,500K:11,1M:here"
 
 def tier_sets(wanted: list[str], data: Path) -> list[tuple[str, str, str]]:
     """(label, tier, conversation) of every TIER:N or TIER:here set asked for, in order."""
-    from pytest_beam.data.sources import chat_present
+    from pytest_beam.data.local_copy import chat_present
     from pytest_beam.data.tiers import tier as tier_of
 
     out = []

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 
 from pytest_beam.data.markers import strip_document
 from pytest_beam.data.sets import FULL_CONVERSATIONS, known_bad_rubrics, session_documents
-from pytest_beam.data.sources import load_local
+from pytest_beam.data.local_copy import load_local
 
 KS = (5, 10, 20)
 ALL_CONVERSATIONS: tuple[str, ...] = tuple(str(i) for i in range(1, 21))

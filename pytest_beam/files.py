@@ -13,8 +13,8 @@ import errno
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 
 def atomic_write(path: Path, data: bytes | str, *, fsync: bool = False) -> None:

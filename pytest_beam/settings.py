@@ -7,11 +7,13 @@ below is the single source for all three spellings, the help text and the README
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
+from .systems import DEFAULT_SYSTEM
 
 MODES = ("lite", "full", "complete")
 TIERS = ("100K", "500K", "1M", "10M")  # pytest_beam.data.ids.TIERS (this module imports no other room)
@@ -157,7 +159,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec),
     Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", 0.6, float),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
-    Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", "graphrag"),
+    Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
     Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int),
 )
@@ -202,7 +204,7 @@ class Settings:
     judge_check: str = "auto"
     judge_bar: float = 0.6
     label: str | None = None
-    system: str = "graphrag"
+    system: str = DEFAULT_SYSTEM
     context_tokens: int = 120_000
     retrieval_k: int = 10
     tier: str = "100K"
@@ -251,7 +253,7 @@ RECORDED_SETTINGS = ("model", "extraction_model", "resolution_model", "judge_mod
                      "pass_score", "judge_check")
 
 
-def recorded_settings(settings: "Settings") -> dict[str, Any]:
+def recorded_settings(settings: Settings) -> dict[str, Any]:
     """The cassette header's settings of a run (JSON-able)."""
     return {name: getattr(settings, name) for name in RECORDED_SETTINGS}
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .data.records import Document, SystemQuestion
+from .systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from .llm import ModelClient
@@ -62,7 +63,7 @@ class MemorySystem(ABC):
     @abstractmethod
     def answer(self, question: SystemQuestion) -> SystemAnswer: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- optional: most systems hold nothing to release
         """Release what the system holds (drivers, files); the harness stops services itself."""
 
 
@@ -86,7 +87,7 @@ class SystemContext:
     gold_evidence: Callable[[str], tuple[int, ...]] | None = None
     # The system the run asks for (`--beam-system`): a conftest's `pytest_beam_make_system`
     # returns its own system for its own names (see `pytest_beam_system_names`).
-    system_name: str = "graphrag"
+    system_name: str = DEFAULT_SYSTEM
     # The harness's OpenAI-compatible relay (started on first call, one per process) for a system
     # whose library calls models with its own HTTP client: `relay().base_url(system_name, role)` is
     # its endpoint, so those calls are metered as "<system> <role>", capped, cached, recorded and

@@ -108,7 +108,7 @@ class ProbingQuestion(_Frozen):
         ``id`` names the ability (``conv17:event_ordering:0``), which the system under test must
         not learn; this hash tells it nothing the question's own text does not.
         """
-        digest = hashlib.sha256(f"{self.conversation_id}\n{self.question}".encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(f"{self.conversation_id}\n{self.question}".encode()).hexdigest()
         return f"{self.conversation_label}:q-{digest[:12]}"
 
     def for_system(self) -> SystemQuestion:

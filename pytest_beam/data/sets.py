@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import BeamDataError
+from .huggingface import load_huggingface
+from .ids import DEFAULT_TIER
+from .local_copy import load_local, missing_chats, missing_line
 from .markers import strip_document
 from .records import Conversation, Document, ProbingQuestion, ReferenceAnswer, SystemQuestion
-from .ids import DEFAULT_TIER
-from .sources import BeamCorpus, load_huggingface, load_local, missing_chats, missing_line
+from .sources import BeamCorpus
 from .tiers import tier as tier_of
 
 Mode = Literal["lite", "full", "complete"]
@@ -208,13 +210,13 @@ def load_set(mode: Mode, data_dir: Path | None = None, conversations: str | tupl
     missing = missing_chats(data_dir, tier, ids)
     note = None
     if missing and subset is not None:
-        from .sources import how_to_get
+        from .local_copy import how_to_get
 
         raise BeamDataError(f"--beam-conversations names {tier} conversations whose chats are not in {data_dir} "
                             f"({', '.join(missing)}); {how_to_get(tier)}")
     if missing:
         if len(missing) == len(ids):
-            from .sources import how_to_get
+            from .local_copy import how_to_get
 
             raise BeamDataError(f"no conversation of the {tier} {mode} set has its chat in {data_dir} "
                                 f"(chats/{tier}/<n>/...); {how_to_get(tier)}")

@@ -24,9 +24,9 @@ from typing import Any
 from . import pins
 from .defects import runaway
 from .ids import QuestionId
+from .local_copy import chat_present, read_chat
 from .markers import marker_shape
 from .records import ABILITIES
-from .sources import chat_present, read_chat
 from .tiers import tier as tier_of
 
 
@@ -97,7 +97,8 @@ _ASKED_COUNT = re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|\d+)
                           r"decisions|parts|areas|elements)\b", re.I)
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
-_DATE = re.compile(r"\b(" + "|".join(m.capitalize() for m in _MONTHS) + r")\.? (\d{1,2})(?:st|nd|rd|th)?(?:,? (\d{4}))?")
+_DATE = re.compile(r"\b(" + "|".join(m.capitalize() for m in _MONTHS)
+                   + r")\.? (\d{1,2})(?:st|nd|rd|th)?(?:,? (\d{4}))?")
 _DURATION = re.compile(r"\b(\d+)\s*(days?|weeks?)\b", re.I)
 
 
@@ -170,7 +171,8 @@ def _durations(qid: str, rubric: list[str], q: dict[str, Any]) -> list[RubricFin
     gaps |= {365 - g for g in gaps if g > 300}  # December to January, years unwritten
     text = " ".join(rubric)
     stated = [int(w) * (30 if u.lower().startswith("month") else 7) + int(d) for w, u, d in _COMPOUND.findall(text)]
-    stated += [int(v) * (7 if u.lower().startswith("week") else 1) for v, u in _DURATION.findall(_COMPOUND.sub("", text))]
+    stated += [int(v) * (7 if u.lower().startswith("week") else 1)
+               for v, u in _DURATION.findall(_COMPOUND.sub("", text))]
     misses = [days for days in stated if gaps and not any(abs(days - g) <= 3 if days % 7 == 0 else abs(days - g) <= 1
                                                           for g in gaps)]
     return [RubricFinding("duration", qid, f"the rubric states {days} days; the dates of the rubric and its "

@@ -38,7 +38,7 @@ class Tier:
     layout: Literal["chat", "plans"]  # one chat.json per conversation, or 10M's plan-<k>/chat.json folders
 
     def chat_path(self, conversation: str) -> str:
-        """The conversation's chat as BEAM's own code reads it (10M: the plans joined, see sources.py)."""
+        """The conversation's chat as BEAM's own code reads it (10M: the plans joined, see plans_10m.py)."""
         return f"chats/{self.name}/{conversation}/chat.json"
 
     def questions_path(self, conversation: str) -> str:

@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..files import atomic_write, file_lock
 from .errors import BudgetExceeded
@@ -104,19 +105,21 @@ class FileBudget(Budget):
     """A budget shared by processes (xdist workers) through a JSON counter file.
 
     Every read-modify-write holds an exclusive lock on ``<path>.lock``
-    (:func:`pytest_beam.files.file_lock`) and replaces the counter file atomically. Put the file in the run directory; the controller may create
-    it (or call :meth:`reset`) before workers start. The caps are per object: give every
-    worker the same caps.
+    (:func:`pytest_beam.files.file_lock`) and replaces the counter file atomically. Put the file in
+    the run directory; the controller may create it (or call :meth:`reset`) before workers start.
+    The caps are per object: give every worker the same caps.
     """
 
-    def __init__(self, path: str | os.PathLike[str], max_calls: int | None = None, max_tokens: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], max_calls: int | None = None,
+                 max_tokens: int | None = None) -> None:
         super().__init__(max_calls=max_calls, max_tokens=max_tokens)
         self.path = Path(path)
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def in_run_dir(cls, run_dir: str | os.PathLike[str], max_calls: int | None = None, max_tokens: int | None = None) -> "FileBudget":
+    def in_run_dir(cls, run_dir: str | os.PathLike[str], max_calls: int | None = None,
+                   max_tokens: int | None = None) -> FileBudget:
         return cls(Path(run_dir) / "budget.json", max_calls=max_calls, max_tokens=max_tokens)
 
     def reset(self) -> None:

@@ -2,9 +2,9 @@
 
 The cache stores the raw response body (the exact bytes the endpoint returned) of successful
 calls whose reply the caller could use (a verdict that parses, an extraction valid for its
-schema: :meth:`ModelClient.chat`'s ``accept``) only, one file per key, sharded by the first two hex digits. Writes are atomic
-(:func:`pytest_beam.files.atomic_write`), so several processes (xdist workers) can share one
-cache directory; a reader sees either nothing or a whole file.
+schema: :meth:`ModelClient.chat`'s ``accept``) only, one file per key, sharded by the first two
+hex digits. Writes are atomic (:func:`pytest_beam.files.atomic_write`), so several processes
+(xdist workers) can share one cache directory; a reader sees either nothing or a whole file.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import json
 import os
 import threading
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..files import atomic_write
 

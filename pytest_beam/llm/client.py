@@ -1,10 +1,10 @@
 """The model client: one way to call any OpenAI-compatible endpoint, one model per role.
 
-Order of sources for every call: cassette (replay) -> response cache -> network. A network call
-is checked against the budget first and sent by the :class:`~.transport.Transport` (concurrency
-limit, retries, fallbacks); its raw response body is then stored in the cassette (when
-recording) and, when the caller can use the reply, in the cache. Live, cached and replayed responses are parsed from the same raw bytes by the
-same code (:mod:`.replies`), so a replay is indistinguishable from the live call.
+Order of sources for every call: cassette (replay) -> response cache -> network. A network call is checked
+against the budget first and sent by the :class:`~.transport.Transport` (concurrency limit, retries, fallbacks);
+its raw response body is then stored in the cassette (when recording) and, when the caller can use the reply,
+in the cache. Live, cached and replayed responses are parsed from the same raw bytes by the same code
+(:mod:`.replies`), so a replay is indistinguishable from the live call.
 
 A client that only replays a cassette never imports ``openai`` and needs no base URL.
 """
@@ -12,10 +12,10 @@ A client that only replays a cassette never imports ``openai`` and needs no base
 from __future__ import annotations
 
 import copy
-
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..redaction import redact, redact_value
 from .budget import Budget
@@ -75,7 +75,7 @@ class ModelClient:
         self._secrets = self._transport.secrets
         self._format_refused = False  # the endpoint answered a chat response_format with 400/422
 
-    def sibling(self, meter: Meter) -> "ModelClient":
+    def sibling(self, meter: Meter) -> ModelClient:
         """The same client (endpoint, transport, cache, cassette, budget, trace) metering into
         ``meter``: calls that must be counted apart (the judge check) share everything else."""
         twin = copy.copy(self)
@@ -105,12 +105,11 @@ class ModelClient:
         repeat: int = 0,
         accept: Callable[[str | None], bool] | None = None,
     ) -> ChatResult:
-        """One chat call. ``accept(text)`` says whether the caller can use the reply (a judge's
-        verdict parses): one it cannot use is returned all the same but never kept in the response
-        cache, so the next run asks again instead of replaying the failure (a cassette still
-        records it: a replay must reproduce the run). ``repeat`` > 0 asks the same request again as its own call (judge repeats):
-        the number is folded into the cache key and cassette fingerprint, never sent to the endpoint;
-        ``repeat=0`` keys exactly as a call without it.
+        """One chat call. ``accept(text)`` says whether the caller can use the reply (a judge's verdict parses): one
+        it cannot use is returned all the same but never kept in the response cache, so the next run asks again
+        instead of replaying the failure (a cassette still records it: a replay must reproduce the run). ``repeat``
+        > 0 asks the same request again as its own call (judge repeats): the number is folded into the cache key and
+        cassette fingerprint, never sent to the endpoint; ``repeat=0`` keys exactly as a call without it.
 
         A ``response_format`` is a wish, not a need (the judge parses text anyway): an endpoint that
         answers it with 400/422 is asked again plain, and every later call of this client goes plain
@@ -140,7 +139,7 @@ class ModelClient:
         *,
         role: Role,
         messages: list[dict],
-        schema: "type[BaseModel]",
+        schema: type[BaseModel],
         max_tokens: int | None = None,
     ) -> StructuredResult:
         """Ask for a JSON object valid for ``schema``; one retry showing the error, then raise."""
@@ -169,8 +168,8 @@ class ModelClient:
                     cached=all(c for c, _ in flags), replayed=all(r for _, r in flags),
                 )
             if attempt == 1:
-                msgs = msgs + [
-                    {"role": "assistant", "content": text or ""},
+                msgs = [
+                    *msgs, {"role": "assistant", "content": text or ""},
                     {"role": "user", "content": (
                         "Your reply was not valid for the required JSON schema. The error was:\n"
                         f"{error}\n"
@@ -203,13 +202,14 @@ class ModelClient:
         usage = self._usage_of(data, got, latency, completion=False)
         self.meter.record(EMBEDDING_ROLE, usage, call=call)
         self._emit(trace | {"usage": usage.to_dict(), "latency_s": latency, "cached": got.source == "cache",
-                            "replayed": got.source == "cassette", "attempts": got.attempts, "dimensions": len(vectors[0]) if vectors else 0})
+                            "replayed": got.source == "cassette", "attempts": got.attempts,
+                            "dimensions": len(vectors[0]) if vectors else 0})
         return vectors
 
     def close(self) -> None:
         self._transport.close()
 
-    def __enter__(self) -> "ModelClient":
+    def __enter__(self) -> ModelClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -371,7 +371,7 @@ def _failed(exc: ModelEndpointError, latency: float) -> Usage:
     return Usage(calls=1 if attempts else 0, retries=max(attempts - 1, 0), errors=1, latency_s=latency)
 
 
-def _valid(text: str | None, schema: "type[BaseModel]") -> bool:
+def _valid(text: str | None, schema: type[BaseModel]) -> bool:
     """Whether a structured reply validates (the same parse the caller does)."""
     try:
         parse_structured(text, schema)

@@ -25,13 +25,20 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 from ..files import file_lock
 from ..paths import cache_root
-from .llama_server import (API_KEY, LlamaServer, LlamaServerCrashed, LlamaServerError, LlamaServerUnavailable,
-                           find_binary)
+from .llama_server import (
+    API_KEY,
+    LlamaServer,
+    LlamaServerCrashed,
+    LlamaServerError,
+    LlamaServerUnavailable,
+    find_binary,
+)
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct"
 MODEL_TITLE = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M"
@@ -136,7 +143,7 @@ def default_gguf_path() -> Path:
     return cache_root() / "models" / GGUF_NAME
 
 
-def _copy_hashing(src: BinaryIO, dst: BinaryIO | None, digest: "hashlib._Hash") -> int:
+def _copy_hashing(src: BinaryIO, dst: BinaryIO | None, digest: hashlib._Hash) -> int:
     copied = 0
     while block := src.read(_CHUNK):
         digest.update(block)
@@ -333,7 +340,7 @@ class EmbeddedModel:
         if speed is not None:
             embedded_speed.save(speed)
 
-    def __enter__(self) -> "EmbeddedModel":
+    def __enter__(self) -> EmbeddedModel:
         self.start()
         return self
 

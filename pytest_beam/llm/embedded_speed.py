@@ -55,7 +55,8 @@ def read_metrics(root_url: str, timeout: float = 5.0) -> Speed | None:
         return None
     day = time.strftime("%Y-%m-%d")
     return Speed(prompt / prompt_s, made / made_s,
-                 source=f"as measured on this machine on {day} ({int(prompt):,} prompt and {int(made):,} generated tokens)")
+                 source=f"as measured on this machine on {day} ({int(prompt):,} prompt and "
+                        f"{int(made):,} generated tokens)")
 
 
 def save(speed: Speed, path: Path | None = None) -> None:

@@ -220,7 +220,7 @@ class LlamaServer:
             cmd += ["--chat-template-file", str(self.chat_template)]
         return cmd + self.extra_args
 
-    def start(self) -> "LlamaServer":
+    def start(self) -> LlamaServer:
         """Start the server and wait until ``/health`` answers 200."""
         if self.running:
             return self
@@ -322,7 +322,7 @@ class LlamaServer:
         with urllib.request.urlopen(self.root_url + path, timeout=timeout) as resp:
             return json.loads(resp.read())
 
-    def __enter__(self) -> "LlamaServer":
+    def __enter__(self) -> LlamaServer:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:

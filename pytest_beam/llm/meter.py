@@ -26,10 +26,10 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass
@@ -55,17 +55,17 @@ class Usage:
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
         return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
-    def __radd__(self, other: Any) -> "Usage":
+    def __radd__(self, other: Any) -> Usage:
         if other == 0:  # lets sum() work without a start value
             return Usage(**asdict(self))
         return NotImplemented
 
-    def __sub__(self, other: "Usage") -> "Usage":
+    def __sub__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
         return Usage(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
@@ -77,7 +77,7 @@ class Usage:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Usage":
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -133,7 +133,7 @@ class Meter:
     def total(self) -> Usage:
         return sum(self.snapshot().values(), Usage())
 
-    def merge(self, other: "Meter | Mapping[str, Any]") -> None:
+    def merge(self, other: Meter | Mapping[str, Any]) -> None:
         """Add another meter, snapshot, or plain-JSON snapshot into this one."""
         if isinstance(other, Meter):
             items = other.snapshot()
@@ -158,7 +158,7 @@ class Meter:
         return snapshot_to_dict(self.snapshot())
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> "Meter":
+    def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Meter:
         meter = cls()
         meter.merge(data)
         return meter

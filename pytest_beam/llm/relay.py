@@ -121,7 +121,7 @@ class ModelRelay:
 
     # -- life -------------------------------------------------------------------------------------
 
-    def start(self) -> "ModelRelay":
+    def start(self) -> ModelRelay:
         if self._server is not None:
             return self
         relay = self
@@ -158,7 +158,7 @@ class ModelRelay:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "ModelRelay":
+    def __enter__(self) -> ModelRelay:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -15,8 +15,9 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..redaction import redact, url_credentials
 from .config import EndpointConfig
@@ -94,7 +95,8 @@ class Transport:
     def __init__(self, endpoint: EndpointConfig) -> None:
         self.endpoint = endpoint
         # the key, and any password written into the base URL: scrubbed from every error text
-        self.secrets: tuple[str, ...] = ((endpoint.api_key,) if endpoint.api_key else ()) + url_credentials(endpoint.base_url)
+        key: tuple[str, ...] = (endpoint.api_key,) if endpoint.api_key else ()
+        self.secrets: tuple[str, ...] = key + url_credentials(endpoint.base_url)
         self._lock = threading.Lock()
         self._openai: Any = None
         self._send_seed = endpoint.seed is not None
@@ -181,7 +183,8 @@ class Transport:
                 )
             return self._openai
 
-    def _request_kwargs(self, kind: str, logical: dict[str, Any], structured_schema: dict | None, mode: str) -> dict[str, Any]:
+    def _request_kwargs(self, kind: str, logical: dict[str, Any], structured_schema: dict | None,
+                        mode: str) -> dict[str, Any]:
         kwargs = dict(logical)
         if kind != "chat":
             return kwargs

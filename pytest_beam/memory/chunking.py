@@ -9,8 +9,8 @@ into pieces, each keeping its message id (and its part number). Chunk ids are de
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..data.records import Document
 from .tokens import count_tokens, split_by_tokens
@@ -89,38 +89,43 @@ def chunk_documents(documents: Iterable[Document], chunk_tokens: int = DEFAULT_C
     if chunk_tokens < 32:
         raise ValueError(f"chunk_tokens={chunk_tokens} is too small; use at least 32")
     chunks: list[Chunk] = []
-
     for document in document_order(documents):
-        current: list[Piece] = []
-        size = 0
-
-        def close() -> None:
-            nonlocal current, size
-            if current:
-                chunks.append(Chunk(
-                    id=_chunk_id(document.conversation_id, document.session_number, current),
-                    index=len(chunks), conversation_id=document.conversation_id, document=document.name,
-                    session_number=document.session_number, session_date=document.session_date,
-                    pieces=tuple(current), tokens=size,
-                ))
-            current, size = [], 0
-
-        def add(piece: Piece, piece_size: int) -> None:
-            nonlocal size
-            # +1 for the newline that joins rendered pieces
-            if current and size + 1 + piece_size > chunk_tokens:
-                close()
-            size += piece_size + (1 if current else 0)
-            current.append(piece)
-
-        for message in document.messages:
-            whole = Piece(message.id, message.role, message.text)
-            whole_size = count_tokens(whole.render())
-            if whole_size <= chunk_tokens:
-                add(whole, whole_size)
-                continue
-            room = chunk_tokens - size - 1 if current else 0
-            for piece in _split(message, chunk_tokens, room):
-                add(piece, count_tokens(piece.render()))
-        close()
+        _chunk_document(document, chunk_tokens, chunks)
     return chunks
+
+
+def _chunk_document(document: Document, chunk_tokens: int, chunks: list[Chunk]) -> None:
+    """Append ``document``'s chunks to ``chunks``: its messages packed whole in order, a message
+    too long for one chunk split, its first piece in the room the current chunk has left."""
+    current: list[Piece] = []
+    size = 0
+
+    def close() -> None:
+        nonlocal current, size
+        if current:
+            chunks.append(Chunk(
+                id=_chunk_id(document.conversation_id, document.session_number, current),
+                index=len(chunks), conversation_id=document.conversation_id, document=document.name,
+                session_number=document.session_number, session_date=document.session_date,
+                pieces=tuple(current), tokens=size,
+            ))
+        current, size = [], 0
+
+    def add(piece: Piece, piece_size: int) -> None:
+        nonlocal size
+        # +1 for the newline that joins rendered pieces
+        if current and size + 1 + piece_size > chunk_tokens:
+            close()
+        size += piece_size + (1 if current else 0)
+        current.append(piece)
+
+    for message in document.messages:
+        whole = Piece(message.id, message.role, message.text)
+        whole_size = count_tokens(whole.render())
+        if whole_size <= chunk_tokens:
+            add(whole, whole_size)
+            continue
+        room = chunk_tokens - size - 1 if current else 0
+        for piece in _split(message, chunk_tokens, room):
+            add(piece, count_tokens(piece.render()))
+    close()

@@ -18,7 +18,6 @@ from typing import Any
 from ..services.access import QueryRefused, run_read
 from .tool_render import ToolResult, bounded, collect_message_ids, cut, plain
 
-
 #: Procedures the agent may call: they read this database's graph or its schema, nothing else.
 READ_PROCEDURES = frozenset({
     "db.index.fulltext.queryNodes", "db.index.fulltext.queryRelationships", "db.index.vector.queryNodes",

@@ -35,7 +35,7 @@ class DecisionStats:
     model_calls: int = 0
     invalid_replies: int = 0
 
-    def add(self, other: "DecisionStats") -> None:
+    def add(self, other: DecisionStats) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 

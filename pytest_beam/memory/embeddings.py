@@ -24,8 +24,9 @@ import contextlib
 import math
 import os
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .pinned import verified
 
@@ -101,7 +102,7 @@ def quantized_model(cache: Path | None = None, progress: Callable[[str], None] |
 
     try:
         import onnxruntime as ort
-        import onnxruntime.quantization  # noqa: F401  (needs the onnx package)
+        import onnxruntime.quantization  # needs the onnx package
     except ImportError as exc:
         raise EmbeddingUnavailable(
             f"quantizing the local embedding model needs onnxruntime and onnx: {exc}; "

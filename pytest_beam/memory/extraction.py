@@ -12,8 +12,8 @@ from typing import Any
 from .chunking import Chunk
 from .extraction_schema import Extraction
 from .graph_schema import RULE_TYPES
-from .prompts_ingest import extraction_messages
 from .names import normalise_name
+from .prompts_ingest import extraction_messages
 
 
 @dataclass

@@ -13,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..data.records import Document
 from ..system import IngestReport
@@ -71,8 +72,8 @@ def ingest_documents(
     config = config or IngestConfig()
     started = time.monotonic()
     from . import store
-    from .extraction import extract_chunk, repeats_note, rows_of
     from .decisions import DecisionBudget
+    from .extraction import extract_chunk, repeats_note, rows_of
     from .resolution import EntityResolver
     from .temporal import UpdateLinker
 

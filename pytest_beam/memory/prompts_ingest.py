@@ -8,11 +8,10 @@ the order threads finish in.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 from .chunking import Chunk
-from .extraction_schema import (DESCRIPTION_MAX, MAX_ENTITIES, MAX_STATEMENTS, NAME_MAX,
-                                STATEMENT_MAX)
+from .extraction_schema import DESCRIPTION_MAX, MAX_ENTITIES, MAX_STATEMENTS, NAME_MAX, STATEMENT_MAX
 
 # No example sentences or names: a small model under a JSON-schema grammar copied the prompt's own
 # examples into its replies as if the excerpt had said them (issue 16). Kinds are described instead.
@@ -96,12 +95,17 @@ and nothing says which changed).
 Answer every pair, by its number."""
 
 
+def _shared_about(older: dict, newer: dict) -> str:
+    """The entities both statements are about, sorted (a pair is made for sharing one)."""
+    return ", ".join(sorted(set(older["about"]) & set(newer["about"]))) or "the same entity"
+
+
 def update_messages(pairs: Sequence[tuple[dict, dict]]) -> list[dict[str, str]]:
     """`pairs`: (older, newer) dicts with text, session, type, about."""
     lines = []
     for number, (older, newer) in enumerate(pairs):
         lines.append(
-            f"Pair {number} (about {', '.join(sorted(set(older['about']) & set(newer['about']))) or 'the same entity'}):\n"
+            f"Pair {number} (about {_shared_about(older, newer)}):\n"
             f"  OLDER, session {older['session']}: {older['text']}\n"
             f"  NEWER, session {newer['session']}: {newer['text']}"
         )

@@ -15,8 +15,9 @@ Merges are transitive (union-find) and each group is merged into one kept node i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .decisions import DecisionStats, GraphDecider, Replies, ask_in_batches, cap_per_label
 from .graph_schema import ENTITY_TYPES
@@ -187,7 +188,7 @@ class EntityResolver(GraphDecider):
                 e["embedding"] = v
         return missing
 
-    def _plan(self, entity_type: str, entities: list[dict[str, Any]]) -> "_TypePlan":
+    def _plan(self, entity_type: str, entities: list[dict[str, Any]]) -> _TypePlan:
         """Block and classify one type's entities (embedded already); submit its questions."""
         stats = ResolutionStats()
         stats.entities = len(entities)
@@ -221,7 +222,7 @@ class EntityResolver(GraphDecider):
         plan.replies = self._submit(entity_type, ask)
         return plan
 
-    def _finish(self, plan: "_TypePlan", on_call: Callable[[], None] | None) -> list[dict[str, str]]:
+    def _finish(self, plan: _TypePlan, on_call: Callable[[], None] | None) -> list[dict[str, str]]:
         """Read the type's replies; the (keep, drop) pairs that merge its groups."""
         stats, groups = plan.stats, plan.groups
         if plan.replies is not None:
@@ -256,7 +257,7 @@ class _TypePlan:
     entity_type: str
     entities: list[dict[str, Any]]
     stats: ResolutionStats
-    groups: "_UnionFind"
+    groups: _UnionFind
     replies: Replies[Candidate] | None = None  # the submitted questions
 
 

@@ -8,6 +8,9 @@ Two rankings of the same nodes, fused with reciprocal rank fusion (RRF):
 * vector: ``db.index.vector.queryNodes`` on the ``searchable_embedding`` index with the query's
   embedding.
 
+(Each half is its own module, ``search_fulltext`` and ``search_vector``; the hit they return and
+the one projection they read are ``search_hits``. This module fuses them.)
+
 Each method returns up to ``depth`` candidates; a node's fused score is
 ``sum(1 / (rrf_k + rank))`` over the methods that found it (rank counted from 1). Every ordering
 has a tie-breaker (score, then kind, then id), so the same graph always gives the same list: the
@@ -30,16 +33,16 @@ Everything here is parametrised Cypher; nothing a user or the chat wrote is spli
 
 from __future__ import annotations
 
-import datetime as dt
-import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Protocol, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ..services.access import AGENT_READS, ReadLimits, run_read
-from .graph_schema import FULLTEXT_INDEX, VECTOR_INDEX
+from ..services.access import AGENT_READS, ReadLimits
 from .query_intent import question_intent, topic_words
+from .search_fulltext import fulltext_search
+from .search_hits import KIND_FILTER, PROJECTION, Embedder, SearchHit, id_key, read_graph, rows_to_hits
+from .search_vector import rule_search, vector_search_by_embedding
 
-Kind = Literal["message", "statement"]
 Method = Literal["hybrid", "fulltext", "vector"]
 
 #: Reciprocal-rank-fusion constant and per-method weights, tuned on bench/retrieval.py (its
@@ -60,7 +63,6 @@ USER_TURN_WEIGHT = 2.5
 ORDERING_DEPTH = 150
 #: Weight of the closest standing instruction in the fusion (a one-item ranking); 0 turns it off.
 RULE_WEIGHT = 0.5
-RULE_CUE = "instruction"
 
 
 @dataclass(frozen=True)
@@ -76,194 +78,13 @@ class SearchPolicy:
 #: The search as it was before the question-aware steps (the baseline bench/retrieval.py reports).
 PLAIN_POLICY = SearchPolicy(ordering=False, summary=False, rule_weight=0.0)
 
-#: Characters with a meaning in Lucene's classic query syntax (``&&`` and ``||`` are covered by
-#: their single characters).
-_LUCENE_SPECIAL = set('+-&|!(){}[]^"~*?:\\/')
-_LUCENE_OPERATORS = {"AND", "OR", "NOT", "TO"}
-#: Question words that match half the chat and say nothing of the topic. The index analyser
-#: keeps stop words, so the query drops them itself.
-_STOP_WORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has have
-having he her here hers herself him himself his how i if in into is it its itself just me more most
-my myself no nor not of off on once only or other our ours ourselves out over own same she should so
-some such than that the their theirs them themselves then there these they this those through to too
-under until up very was we were what when where which while who whom why will with would you your
-yours yourself yourselves
-""".split())
-_WORD = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_TERMS = 64
-
-
-class Embedder(Protocol):
-    dimensions: int
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-
-def escape_lucene(text: str) -> str:
-    """Escape every Lucene special character; lower-case the boolean operators."""
-    out = []
-    for ch in text:
-        out.append("\\" + ch if ch in _LUCENE_SPECIAL else ch)
-    escaped = "".join(out)
-    return " ".join(w.lower() if w in _LUCENE_OPERATORS else w for w in escaped.split(" "))
-
-
-def fulltext_query(text: str, drop_stop_words: bool = True) -> str:
-    """A safe Lucene query from free text: its words, escaped, OR-ed (Lucene's default).
-
-    Returns '' when no searchable word is left (the caller then skips the full-text half).
-    """
-    words = _WORD.findall(text)
-    kept = [w for w in words if not (drop_stop_words and w.lower() in _STOP_WORDS)]
-    if not kept:  # a query of stop words only: better them than nothing
-        kept = words
-    seen: set[str] = set()
-    terms = []
-    for word in kept:
-        key = word.lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        terms.append(escape_lucene(key))
-        if len(terms) >= MAX_QUERY_TERMS:
-            break
-    return " ".join(terms)
-
-
-@dataclass
-class SearchHit:
-    kind: Kind
-    id: Any  # int for a message, str for a statement
-    text: str
-    session: int | None
-    date: str | None  # ISO date of the session, or None
-    message_ids: list[int]  # the message itself, or the messages a statement came from
-    role: str | None = None  # messages
-    order: int | None = None  # messages
-    statement_type: str | None = None  # statements: Fact, Instruction, Preference, Measure
-    superseded: bool | None = None  # statements
-    score: float = 0.0
-    ranks: dict[str, int] = field(default_factory=dict)  # method -> rank (1-based)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.kind, str(self.id))
-
-
-def iso(value: Any) -> str | None:
-    if value is None:
-        return None
-    if hasattr(value, "iso_format"):  # neo4j.time.Date
-        return value.iso_format()
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    return str(value)
-
-
-_KIND_FILTER = {
-    "any": "(node:Message OR node:Statement)",
-    "messages": "node:Message",
-    "statements": "node:Statement",
-}
-
-# One projection for both procedures: the node's kind, its session and date, and the ids of
-# the messages behind it. Pattern comprehensions keep one row per node (and run on any Neo4j 5);
-# their lists are ordered in Python.
-_PROJECTION = """
-RETURN CASE WHEN node:Message THEN 'message' ELSE 'statement' END AS kind,
-       node.id AS id, node.text AS text, node.role AS role, node.order AS ord,
-       node.session AS node_session,
-       [(node)-[:IN_SESSION|STATED_IN]->(s:Session) | [s.number, s.date]] AS sessions,
-       [l IN labels(node) WHERE l IN ['Fact', 'Instruction', 'Preference', 'Measure']][0] AS stype,
-       node.superseded AS superseded,
-       [(node)-[:FROM_MESSAGE]->(m:Message) | [coalesce(m.order, m.id), m.id]] AS sources, score
-"""
-
-FULLTEXT_CYPHER = (
-    "CALL db.index.fulltext.queryNodes($index, $query, {limit: $depth}) YIELD node, score\n"
-    "WHERE {filter}\n" + _PROJECTION
-)
-VECTOR_CYPHER = (
-    "CALL db.index.vector.queryNodes($index, $depth, $embedding) YIELD node, score\n"
-    "WHERE {filter}\n" + _PROJECTION
-)
-
-
-# The standing instructions closest to the query vector (exact cosine: a conversation has a few).
-RULE_CYPHER = (
-    "MATCH (node:Message) WHERE node.cue = $cue AND node.embedding IS NOT NULL\n"
-    "WITH node, vector.similarity.cosine(node.embedding, $embedding) AS score\n"
-    "ORDER BY score DESC, node.id LIMIT $limit\n" + _PROJECTION
-)
 # The assistant reply right after each of the given user turns, in the same session.
 REPLY_CYPHER = (
     "MATCH (hit:Message) WHERE hit.id IN $ids AND hit.role = 'user'\n"
     "MATCH (node:Message) WHERE node.order = hit.order + 1 AND node.session = hit.session\n"
     "  AND node.role = 'assistant'\n"
-    "WITH node, 0.0 AS score\n" + _PROJECTION
+    "WITH node, 0.0 AS score\n" + PROJECTION
 )
-
-
-def _rows_to_hits(rows: Iterable[Any]) -> list[SearchHit]:
-    hits = []
-    for r in rows:
-        kind = r["kind"]
-        if kind == "message":
-            mids = [int(r["id"])]
-        else:
-            mids = [int(i) for _, i in sorted((o, i) for o, i in r["sources"] if i is not None)]
-        sessions = sorted(((n, d) for n, d in r["sessions"] if n is not None), key=lambda x: x[0])
-        session, date = sessions[0] if sessions else (r["node_session"], None)
-        hits.append(SearchHit(
-            kind=kind, id=r["id"], text=r["text"] or "", session=session, date=iso(date),
-            message_ids=mids, role=r["role"], order=r["ord"], statement_type=r["stype"],
-            superseded=(bool(r["superseded"]) if kind == "statement" else None),
-            score=float(r["score"]),
-        ))
-    # Stable order: score (rounded so float noise cannot reorder), then kind, then id.
-    hits.sort(key=lambda h: (-round(h.score, 6), h.kind, id_key(h.id)))
-    for rank, hit in enumerate(hits, 1):
-        hit.ranks = {"self": rank}
-    return hits
-
-
-def id_key(value: Any) -> tuple[int, Any]:
-    return (0, value) if isinstance(value, int) else (1, str(value))
-
-
-def read_graph(driver: Any, database: str, cypher: str, params: dict[str, Any],
-          limits: ReadLimits = AGENT_READS) -> list[Any]:
-    """Every search read goes the agent's way to the graph: READ mode, timeout, row cap, and a
-    dead server raised as ``Neo4jServiceDown`` naming the conversation."""
-    return run_read(driver, database, cypher, params, timeout_s=limits.timeout_s, max_rows=limits.max_rows)
-
-
-def fulltext_search(driver: Any, database: str, text: str, depth: int, kind: str = "any",
-                    limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
-    query = fulltext_query(text)
-    if not query:
-        return []
-    cypher = FULLTEXT_CYPHER.replace("{filter}", _KIND_FILTER[kind])
-    rows = read_graph(driver, database, cypher, {"index": FULLTEXT_INDEX, "query": query, "depth": int(depth)}, limits)
-    return _rows_to_hits(rows)
-
-
-def vector_search_by_embedding(driver: Any, database: str, embedding: Sequence[float], depth: int,
-                               kind: str = "any", limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
-    cypher = VECTOR_CYPHER.replace("{filter}", _KIND_FILTER[kind])
-    rows = read_graph(driver, database, cypher,
-                 {"index": VECTOR_INDEX, "embedding": [float(x) for x in embedding], "depth": int(depth)}, limits)
-    return _rows_to_hits(rows)
-
-
-def vector_search(driver: Any, database: str, text: str, embedder: Embedder, depth: int,
-                  kind: str = "any") -> list[SearchHit]:
-    if not text.strip():
-        return []
-    embedding = embedder.embed([text])[0]
-    return vector_search_by_embedding(driver, database, embedding, depth, kind)
 
 
 def rrf_fuse(rankings: dict[str, list[SearchHit]], rrf_k: float = DEFAULT_RRF_K,
@@ -292,21 +113,13 @@ def rrf_fuse(rankings: dict[str, list[SearchHit]], rrf_k: float = DEFAULT_RRF_K,
     return out
 
 
-def rule_search(driver: Any, database: str, embedding: Sequence[float], limit: int = 1,
-                limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
-    """The standing instructions (messages ingest cued ``instruction``) closest to ``embedding``."""
-    rows = read_graph(driver, database, RULE_CYPHER,
-                      {"cue": RULE_CUE, "embedding": [float(x) for x in embedding], "limit": int(limit)}, limits)
-    return _rows_to_hits(rows)
-
-
 def with_replies(driver: Any, database: str, hits: list[SearchHit],
                  limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     """``hits`` with the assistant reply to each user-turn hit placed right after it (once)."""
     users = [h.id for h in hits if h.kind == "message" and h.role == "user"]
     replies: dict[int, SearchHit] = {}
     if users:
-        for reply in _rows_to_hits(read_graph(driver, database, REPLY_CYPHER, {"ids": users}, limits)):
+        for reply in rows_to_hits(read_graph(driver, database, REPLY_CYPHER, {"ids": users}, limits)):
             replies[int(reply.order) - 1] = reply
     out: list[SearchHit] = []
     seen: set[tuple[str, str]] = set()
@@ -334,8 +147,8 @@ def hybrid_search(driver: Any, database: str, text: str, embedder: Embedder | No
     question-aware step) applies to hybrid only. An ``embedding`` given is the vector of ``text``
     itself: a routed question whose query becomes its topic words needs the ``embedder``.
     """
-    if kind not in _KIND_FILTER:
-        raise ValueError(f"kind must be one of {sorted(_KIND_FILTER)}, not {kind!r}")
+    if kind not in KIND_FILTER:
+        raise ValueError(f"kind must be one of {sorted(KIND_FILTER)}, not {kind!r}")
     policy = policy if policy is not None else SearchPolicy()
     intent = question_intent(text) if method == "hybrid" else "plain"
     ordering = intent == "ordering" and policy.ordering
@@ -398,20 +211,21 @@ def topic_by_session(driver: Any, database: str, text: str, embedder: Embedder |
         group = kept.setdefault(hit.session, [])
         if len(group) < per_session:
             group.append(hit)
-    chosen = sorted((h for group in kept.values() for h in group), key=lambda h: (h.order if h.order is not None else 0, h.id))
+    chosen = sorted((h for group in kept.values() for h in group),
+                    key=lambda h: (h.order if h.order is not None else 0, h.id))
     return with_replies(driver, database, chosen, limits) if replies else chosen
 
 
 SESSION_OUTLINE_CYPHER = """
 MATCH (node:Message) WHERE node.session = $session AND node.role = 'user'
 WITH node, 0.0 AS score ORDER BY node.order
-""" + _PROJECTION
+""" + PROJECTION
 
 
 def session_user_turns(driver: Any, database: str, session: int,
                        limits: ReadLimits = AGENT_READS) -> list[SearchHit]:
     """Every user turn of one session, in chat order (a session's outline)."""
     rows = read_graph(driver, database, SESSION_OUTLINE_CYPHER, {"session": int(session)}, limits)
-    hits = _rows_to_hits(rows)
+    hits = rows_to_hits(rows)
     hits.sort(key=lambda h: (h.order if h.order is not None else 0, h.id))
     return hits

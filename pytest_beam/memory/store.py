@@ -7,7 +7,8 @@ duplicate is copied to the kept node explicitly, then the duplicate is `DETACH D
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..services.access import UNBOUNDED, run_autocommit, run_read, run_write
 from .graph_schema import ENTITY_TYPES, STATEMENT_TYPES

@@ -9,8 +9,9 @@ superseded_in_session=<newer's session>`; "contradicts" gives `(newer)-[:CONTRAD
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .decisions import DecisionStats, GraphDecider, ask_in_batches, cap_per_label
 

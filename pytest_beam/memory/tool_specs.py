@@ -51,7 +51,7 @@ def _function(name: str, description: str, properties: dict[str, Any],
     return {"name": name, "description": description, "parameters": parameters}
 
 
-def hybrid_search_spec(limits: "ToolLimits") -> dict[str, Any]:
+def hybrid_search_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "hybrid_search",
         (
@@ -68,7 +68,7 @@ def hybrid_search_spec(limits: "ToolLimits") -> dict[str, Any]:
         }, required=["query"])
 
 
-def entity_statements_spec(limits: "ToolLimits") -> dict[str, Any]:
+def entity_statements_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "entity_statements",
         (
@@ -82,7 +82,7 @@ def entity_statements_spec(limits: "ToolLimits") -> dict[str, Any]:
         }, required=["name"])
 
 
-def timeline_spec(limits: "ToolLimits") -> dict[str, Any]:
+def timeline_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "timeline",
         (
@@ -94,7 +94,7 @@ def timeline_spec(limits: "ToolLimits") -> dict[str, Any]:
         }, required=["topic"])
 
 
-def standing_rules_spec(limits: "ToolLimits") -> dict[str, Any]:
+def standing_rules_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "standing_rules",
         (
@@ -107,7 +107,7 @@ def standing_rules_spec(limits: "ToolLimits") -> dict[str, Any]:
         })
 
 
-def topic_sessions_spec(limits: "ToolLimits") -> dict[str, Any]:
+def topic_sessions_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "topic_sessions",
         (
@@ -123,7 +123,7 @@ def topic_sessions_spec(limits: "ToolLimits") -> dict[str, Any]:
         }, required=["topic"])
 
 
-def session_outline_spec(limits: "ToolLimits") -> dict[str, Any]:
+def session_outline_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "session_outline",
         (
@@ -132,7 +132,7 @@ def session_outline_spec(limits: "ToolLimits") -> dict[str, Any]:
         {"session": {"type": "integer", "description": "The session number."}}, required=["session"])
 
 
-def read_messages_spec(limits: "ToolLimits") -> dict[str, Any]:
+def read_messages_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "read_messages",
         (
@@ -148,7 +148,7 @@ def read_messages_spec(limits: "ToolLimits") -> dict[str, Any]:
         })
 
 
-def cypher_spec(limits: "ToolLimits") -> dict[str, Any]:
+def cypher_spec(limits: ToolLimits) -> dict[str, Any]:
     return _function(
         "cypher",
         (
@@ -165,7 +165,7 @@ def cypher_spec(limits: "ToolLimits") -> dict[str, Any]:
         {"query": {"type": "string", "description": "A read-only Cypher query."}}, required=["query"])
 
 
-def tool_specs(limits: "ToolLimits") -> dict[str, dict[str, Any]]:
+def tool_specs(limits: ToolLimits) -> dict[str, dict[str, Any]]:
     """Every tool's spec by name, in the order the agent sees them."""
     return {"hybrid_search": hybrid_search_spec(limits), "entity_statements": entity_statements_spec(limits),
             "timeline": timeline_spec(limits), "standing_rules": standing_rules_spec(limits),

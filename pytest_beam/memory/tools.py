@@ -10,15 +10,16 @@ evidence recall). The agent's own Cypher is ``cypher_tool.py``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..services.access import AGENT_READS, ReadLimits
 from .cypher_tool import run_cypher_tool
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
 from .names import lookup_forms
-from .search import (PER_SESSION, Embedder, SearchHit, fulltext_search, hybrid_search, id_key, iso, read_graph,
-                     session_user_turns, topic_by_session)
+from .search import PER_SESSION, fulltext_search, hybrid_search, session_user_turns, topic_by_session
+from .search_hits import Embedder, SearchHit, id_key, iso, read_graph
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
 from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
 
@@ -87,10 +88,8 @@ class ToolBox:
         self._dates: dict[int, str | None] | None = None
         self._specs = tool_specs(self.limits)
         self._tools: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
-            "hybrid_search": self.hybrid_search,
-            "entity_statements": self.entity_statements,
-            "timeline": self.timeline,
-            "standing_rules": self.standing_rules,
+            "hybrid_search": self.hybrid_search, "entity_statements": self.entity_statements,
+            "timeline": self.timeline, "standing_rules": self.standing_rules,
             "topic_sessions": self.topic_sessions,
             "session_outline": self.session_outline,
             "read_messages": self.read_messages,

@@ -45,7 +45,8 @@ def interval_of(questions: Sequence[QuestionRecord], *, seed: int = DEFAULT_SEED
 
 
 def judge_agreement(questions: Iterable[QuestionRecord]) -> float | None:
-    """Share of repeated judge decisions (rubric items, event-ordering lines) on which every repeat agreed (None: no repeats)."""
+    """Share of repeated judge decisions (rubric items, event-ordering lines) on which every repeat
+    agreed (None: no repeats)."""
     from ..scoring.repeats import agreement_units
 
     units = [agreement_units(q.items, q.event_detail) for q in questions]

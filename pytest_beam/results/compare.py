@@ -77,7 +77,8 @@ def comparison_warnings(a: RunRecord, b: RunRecord) -> list[str]:
     if (a.mode or None) != (b.mode or None):
         warnings.append(f"the records ran different modes ({a.mode or '-'} -> {b.mode or '-'})")
     if (a.data_revision or None) != (b.data_revision or None):
-        warnings.append(f"the records used different data revisions ({a.data_revision or '-'} -> {b.data_revision or '-'})")
+        warnings.append("the records used different data revisions "
+                        f"({a.data_revision or '-'} -> {b.data_revision or '-'})")
     return warnings
 
 
@@ -90,9 +91,8 @@ def changed_questions(a: RunRecord, b: RunRecord) -> list[tuple[str, QuestionRec
     out = []
     for qid in order:
         x, y = qa.get(qid), qb.get(qid)
-        if x is None or y is None:
-            out.append((qid, x, y))
-        elif x.score != y.score or (x.answer or "") != (y.answer or "") or x.outcome != y.outcome:
+        if (x is None or y is None or x.score != y.score or (x.answer or "") != (y.answer or "")
+                or x.outcome != y.outcome):
             out.append((qid, x, y))
     return out
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from .compare import OVERALL, Comparison, DeltaRow, compare, what_changed
 from .intervals import PairedInterval
 from .schema import ROLES, RunRecord
-from .text import (JUDGE_IS_AGENT_WARNING, fmt_delta, fmt_int, fmt_score, score_delta, section, table,
-                   total_usage)
+from .text import JUDGE_IS_AGENT_WARNING, fmt_delta, fmt_int, fmt_score, score_delta, section, table, total_usage
 
 __all__ = ["render_comparison", "fmt_paired", "DISTINGUISHABLE_MARK"]
 

@@ -28,8 +28,17 @@ from typing import Any
 
 from ..files import atomic_write
 from .compare import Comparison, compare
-from .html_parts import (abilities_table, chart, compare_section, cost_section, e, judge_check_section,
-                         settings_section, systems_section, warnings)
+from .html_parts import (
+    abilities_table,
+    chart,
+    compare_section,
+    cost_section,
+    e,
+    judge_check_section,
+    settings_section,
+    systems_section,
+    warnings,
+)
 from .schema import RunRecord
 from .store import jsonable, normalize_step, with_traces
 from .text import fmt_interval, fmt_score, score_delta

@@ -14,8 +14,18 @@ from .compare import Comparison, compare, comparison_warnings
 from .comparison_text import fmt_paired
 from .schema import RunRecord
 from .store import jsonable
-from .text import (JUDGE_IS_AGENT_WARNING, USAGE_HEADERS, fmt_delta, fmt_interval, fmt_score, fmt_seconds,
-                   graph_rows, ordered_roles, phase_key, usage_rows)
+from .text import (
+    JUDGE_IS_AGENT_WARNING,
+    USAGE_HEADERS,
+    fmt_delta,
+    fmt_interval,
+    fmt_score,
+    fmt_seconds,
+    graph_rows,
+    ordered_roles,
+    phase_key,
+    usage_rows,
+)
 
 __all__ = ["e", "kv_table", "html_table", "chart", "warnings", "settings_section", "abilities_table",
            "compare_section", "cost_section", "judge_check_section"]
@@ -45,7 +55,8 @@ def _value_label(s: Any) -> str:
     """The text right of an ability's bar."""
     if s.mean is None:
         return f"no score (n=0, {s.errors} errors, {s.skipped} skipped)"
-    label = f"{fmt_score(s.mean)} {fmt_interval(s.interval)}  n={s.n}" if s.interval else f"{fmt_score(s.mean)}  n={s.n}"
+    interval = f" {fmt_interval(s.interval)}" if s.interval else ""
+    label = f"{fmt_score(s.mean)}{interval}  n={s.n}"
     if s.n_excluding_known_bad != s.n:
         label += f" \u00b7 excl. known-bad {fmt_score(s.mean_excluding_known_bad)} (n={s.n_excluding_known_bad})"
     if s.errors or s.skipped:
@@ -92,8 +103,9 @@ def chart(record: RunRecord, other: RunRecord | None) -> str:
                      f'width="{mean * bar_w:.1f}" height="16"><title>{e(tip)}</title></rect>')
         if ability in base and base[ability].mean is not None:
             b = base[ability]
+            base_tip = f"baseline {other.run_id}: {fmt_score(b.mean)} (n={b.n})"
             parts.append(f'<rect class="bar-base" data-ability="{e(ability)}" x="{label_w}" y="{y + 22}" '
-                         f'width="{b.mean * bar_w:.1f}" height="8"><title>{e(f"baseline {other.run_id}: {fmt_score(b.mean)} (n={b.n})")}</title></rect>')
+                         f'width="{b.mean * bar_w:.1f}" height="8"><title>{e(base_tip)}</title></rect>')
         if s.interval is not None:  # the 95% interval as a whisker across the bar
             x1, x2 = label_w + s.interval.low * bar_w, label_w + s.interval.high * bar_w
             parts.append(f'<line class="ci" data-ability="{e(ability)}" x1="{x1:.1f}" x2="{x2:.1f}" y1="{y + 11}" '
@@ -170,9 +182,11 @@ def abilities_table(record: RunRecord) -> str:
         notes.append(f"Intervals: {o.interval.level:.0%} cluster bootstrap over {o.interval.clusters} conversation(s), "
                      f"{o.interval.resamples:,} resamples, seed {o.interval.seed}.")
     if o.judge_agreement is not None:
-        notes.append(f"Judge agreement: {o.judge_agreement:.1%} of rubric items (and event-ordering lines) got the same verdict in every repeat.")
+        notes.append(f"Judge agreement: {o.judge_agreement:.1%} of rubric items (and event-ordering lines) got the "
+                     "same verdict in every repeat.")
     if o.context_tokens_mean is not None:
-        notes.append(f"Context tokens per question: mean {o.context_tokens_mean:,.0f}, p95 {o.context_tokens_p95:,.0f}.")
+        notes.append(f"Context tokens per question: mean {o.context_tokens_mean:,.0f}, "
+                     f"p95 {o.context_tokens_p95:,.0f}.")
     return table + "".join(f'<p class="sub" id="ability-note-{i}">{e(n)}</p>' for i, n in enumerate(notes))
 
 
@@ -192,11 +206,15 @@ def compare_section(record: RunRecord, other: RunRecord, *, force: bool = False,
     else:
         body = "".join(
             f'<tr data-ability="{e(r.ability)}"><td>{e(r.ability)}</td><td class="num">{r.n_a}</td>'
-            f'<td class="num">{fmt_score(r.mean_a)}</td><td class="num">{r.n_b}</td><td class="num">{fmt_score(r.mean_b)}</td>'
-            f'<td class="num delta {_cls(r.delta)}" data-delta="{"" if r.delta is None else r.delta}">{fmt_delta(r.delta)}</td>'
-            f'<td class="num delta-interval" data-distinguishable="{"yes" if r.paired and r.paired.distinguishable else "no"}">'
+            f'<td class="num">{fmt_score(r.mean_a)}</td><td class="num">{r.n_b}</td>'
+            f'<td class="num">{fmt_score(r.mean_b)}</td>'
+            f'<td class="num delta {_cls(r.delta)}" data-delta="{"" if r.delta is None else r.delta}">'
+            f"{fmt_delta(r.delta)}</td>"
+            '<td class="num delta-interval" data-distinguishable='
+            f'"{"yes" if r.paired and r.paired.distinguishable else "no"}">'
             f"{e(fmt_paired(r.paired))}</td>"
-            f'<td class="num delta-excl {_cls(r.delta_excluding_known_bad)}">{fmt_delta(r.delta_excluding_known_bad)}</td></tr>'
+            f'<td class="num delta-excl {_cls(r.delta_excluding_known_bad)}">'
+            f"{fmt_delta(r.delta_excluding_known_bad)}</td></tr>"
             for r in cmp.rows
         )
         head = "".join(f"<th{' class=num' if i else ''}>{h}</th>" for i, h in enumerate(
@@ -282,7 +300,8 @@ def judge_check_section(record: RunRecord) -> str:
 
     verdicts = {v.case_id: v for v in check.verdicts}
     wrong = [c for c in check.cases if c.id in verdicts and verdicts[c.id].judged_pass != c.expected_pass]
-    notes = [f"{check.overall.n} cases built from BEAM's reference answers, judged by {check.judge_model or 'the judge'} "
+    notes = [f"{check.overall.n} cases built from BEAM's reference answers, "
+             f"judged by {check.judge_model or 'the judge'} "
              f"(profile {check.profile}); 95% bootstrap intervals over questions. A false pass is an answer the "
              "judge passed that should fail; a false fail, a reference answer failed on its own rubric.",
              f"Bar: Cohen's kappa {check.bar:.2f}. " + (check.warning() or "The judge is above it.")]

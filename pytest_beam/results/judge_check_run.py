@@ -63,8 +63,8 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
     """Load the set of ``settings.mode``, judge its cases, write and return the record."""
     from .. import __version__
     from ..data.sets import load_set
-    from ..scoring.judge_check import run_judge_check
     from ..run_id import new_run_id
+    from ..scoring.judge_check import run_judge_check
     from .provenance import data_revision, git_info, lockfile_hash
     from .store import write_record
 

@@ -36,12 +36,14 @@ def judge_check_rows(check: JudgeCheck) -> list[list[str]]:
 def render_judge_check(check: JudgeCheck) -> list[str]:
     """The table, what it was measured on, and the warning when the judge is below the bar."""
     runs = f", {check.judge_runs} judge runs" if check.judge_runs > 1 else ""
-    sample = "a sample of " if check.sample is not None and check.overall.n < len(check.cases) - len(check.excluded) else ""
+    sampled = check.sample is not None and check.overall.n < len(check.cases) - len(check.excluded)
+    sample = "a sample of " if sampled else ""
     out = [f"judge check: {sample}{check.overall.n} cases built from BEAM's reference answers, judged by "
            f"{check.judge_model or 'the judge'} (profile {check.profile}{runs}, {check.seconds:.0f} s)"]
     out += table(JUDGE_CHECK_HEADERS, judge_check_rows(check), align="lrrrrr", indent="  ")
     out.append("  false passes: an answer the judge passed that should fail (another question's reference, an empty or")
-    out.append("  'I don't know' answer); false fails: a reference answer failed on its own rubric; 95% bootstrap over questions")
+    out.append("  'I don't know' answer); false fails: a reference answer failed on its own rubric; "
+               "95% bootstrap over questions")
     if check.excluded:
         out.append(f"  left out: {len(check.excluded)} reference cases the reference cannot stand for "
                    "(it lacks the item, or only describes a compliant answer); the record lists each with its reason")

@@ -9,11 +9,36 @@ from __future__ import annotations
 
 from .aggregate import aggregate
 from .provenance import git_info, lockfile_hash, prompt_hashes, scoring_stamp
-from .schema import (KNOWN_BAD_FLAG, LATEST_FILE, NOTICE_FILE, RECORD_FILE, ROLES, SCHEMA_VERSION, TRACE_FILE,
-                     AbilityStats, ItemScore, MeanInterval, OverallStats, QuestionRecord, RunRecord, ScoringStamp,
-                     UsageRow)
-from .store import (Listed, RecordNotFound, iter_trace, list_records, load_traces, normalize_step, notice_text,
-                    read_record, resolve_record_path, with_traces, write_record)
+from .schema import (
+    KNOWN_BAD_FLAG,
+    LATEST_FILE,
+    NOTICE_FILE,
+    RECORD_FILE,
+    ROLES,
+    SCHEMA_VERSION,
+    TRACE_FILE,
+    AbilityStats,
+    ItemScore,
+    MeanInterval,
+    OverallStats,
+    QuestionRecord,
+    RunRecord,
+    ScoringStamp,
+    UsageRow,
+)
+from .store import (
+    Listed,
+    RecordNotFound,
+    iter_trace,
+    list_records,
+    load_traces,
+    normalize_step,
+    notice_text,
+    read_record,
+    resolve_record_path,
+    with_traces,
+    write_record,
+)
 
 __all__ = [
     "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",

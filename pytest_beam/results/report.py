@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from .record import RecordNotFound, RunRecord, list_records, read_record, resolve_record_path, with_traces
 from .compare import compare, drops_beyond
 from .comparison_text import render_comparison
+from .record import RecordNotFound, RunRecord, list_records, read_record, resolve_record_path, with_traces
 from .summary import render_listing, render_summary
 from .text import fmt_delta
 
@@ -117,7 +117,8 @@ def run_report(
     if fail_on_drop is None:
         return 0
     if cmp.profile_mismatch and not force:
-        return fail(f"--fail-on-drop: {cmp.profile_mismatch}; no gate on scores of different scales (--force to gate anyway)")
+        return fail(f"--fail-on-drop: {cmp.profile_mismatch}; no gate on scores of different scales "
+                    "(--force to gate anyway)")
     dropped = drops_beyond(cmp, fail_on_drop)
     print("", file=out)
     if dropped:

@@ -18,6 +18,8 @@ from typing import Any
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
+from ..systems import DEFAULT_SYSTEM
+
 
 def snapshot_filename(question_id: str) -> str:
     """`conv17:information_extraction:0` -> `conv17__information_extraction__0`, and
@@ -59,8 +61,6 @@ def _system_of(test_location: PyTestLocation) -> str:
     run = test_location.item.callspec.params.get("beam_conversation")
     return getattr(run, "system", None) or DEFAULT_SYSTEM
 
-
-DEFAULT_SYSTEM = "graphrag"
 
 
 def snapshot_dir(rootdir: Path, system: str | None = None) -> Path:

@@ -81,7 +81,8 @@ def notice_text() -> str:
     )
 
 
-def write_record(run_dir: str | os.PathLike[str], record: RunRecord, trace_lines: Iterable[dict[str, Any]] | None = None) -> Path:
+def write_record(run_dir: str | os.PathLike[str], record: RunRecord,
+                 trace_lines: Iterable[dict[str, Any]] | None = None) -> Path:
     """Write ``record.json`` and ``trace.jsonl.gz`` into ``run_dir`` (each atomically).
 
     Also writes the results folder's ``NOTICE`` (CC BY-SA attribution) and its ``latest`` pointer

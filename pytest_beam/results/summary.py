@@ -13,9 +13,23 @@ from .aggregate import percentile
 from .compare import changed_questions, comparison_warnings
 from .comparison_text import render_comparison
 from .schema import RunRecord
-from .text import (JUDGE_IS_AGENT_WARNING, USAGE_HEADERS, flags_text, fmt_delta, fmt_interval, fmt_score,
-                   fmt_seconds, graph_rows, ordered_roles, phase_key, requests_line, score_delta, section, table,
-                   usage_rows)
+from .text import (
+    JUDGE_IS_AGENT_WARNING,
+    USAGE_HEADERS,
+    flags_text,
+    fmt_delta,
+    fmt_interval,
+    fmt_score,
+    fmt_seconds,
+    graph_rows,
+    ordered_roles,
+    phase_key,
+    requests_line,
+    score_delta,
+    section,
+    table,
+    usage_rows,
+)
 
 __all__ = [
     "JUDGE_IS_AGENT_WARNING",
@@ -116,15 +130,16 @@ def render_summary(record: RunRecord) -> list[str]:
         )
         o = record.overall
         if o.mean_of_abilities is not None and len(record.abilities) > 1:
-            out.append(f"(overall mean is over questions; the mean of ability means is {fmt_score(o.mean_of_abilities)})")
+            out.append("(overall mean is over questions; the mean of ability means is "
+                       f"{fmt_score(o.mean_of_abilities)})")
         out.append("errors and skips are counted apart, never as 0")
         if o.interval is not None:
-            out.append(f"intervals: {o.interval.level:.0%} cluster bootstrap over {o.interval.clusters} conversation(s), "
-                       f"{o.interval.resamples:,} resamples, seed {o.interval.seed}")
+            out.append(f"intervals: {o.interval.level:.0%} cluster bootstrap over {o.interval.clusters} "
+                       f"conversation(s), {o.interval.resamples:,} resamples, seed {o.interval.seed}")
         if o.judge_agreement is not None:
             runs = record.scoring.judge_runs if record.scoring else None
-            out.append(f"judge agreement: {o.judge_agreement:.1%} of rubric items (and event-ordering lines) got the same verdict in every repeat"
-                       + (f" ({runs} judge runs)" if runs else ""))
+            out.append(f"judge agreement: {o.judge_agreement:.1%} of rubric items (and event-ordering lines) "
+                       "got the same verdict in every repeat" + (f" ({runs} judge runs)" if runs else ""))
         if o.context_tokens_mean is not None:
             out.append(f"context tokens per question: mean {o.context_tokens_mean:,.0f}, "
                        f"p95 {o.context_tokens_p95:,.0f}")
@@ -145,7 +160,8 @@ def render_summary(record: RunRecord) -> list[str]:
             if requests := requests_line(record.usage):
                 out.append(f"  {requests}")
         if record.phase_seconds:
-            wall = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])))
+            phases = sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0]))
+            wall = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in phases)
             out.append(f"  wall time: {wall}")
     if record.usage_by_system:
         from .systems_text import render_usage_by_system
@@ -156,7 +172,8 @@ def render_summary(record: RunRecord) -> list[str]:
     if ran:
         calls = [q.agent_calls for q in ran]
         out.append("")
-        out.append(f"agent calls per question: mean {sum(calls) / len(calls):.1f}, max {max(calls)} ({len(calls)} questions)")
+        out.append(f"agent calls per question: mean {sum(calls) / len(calls):.1f}, max {max(calls)} "
+                   f"({len(calls)} questions)")
         prompts = [q.usage["agent"].prompt_tokens for q in ran if "agent" in q.usage and q.usage["agent"].calls]
         if prompts:  # live calls only: a cassette or cache records what a call cost, not what it was sent
             out.append(f"agent prompt tokens per question: mean {sum(prompts) / len(prompts):,.0f}, "

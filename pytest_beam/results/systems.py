@@ -53,7 +53,7 @@ def system_stats(questions: Iterable[QuestionRecord], order: Sequence[str], aids
         for key, info in (ingest or {}).items():
             if key.split("/", 1)[0] == name or (len(by_system) == 1 and "/" not in key):
                 for row in (info.get("usage") or {}).values():
-                    calls += int(row.get("calls", 0)) + int(row.get("cached_calls", 0)) + int(row.get("replayed_calls", 0))
+                    calls += sum(int(row.get(k, 0)) for k in ("calls", "cached_calls", "replayed_calls"))
                     tokens += int(row.get("prompt_tokens", 0)) + int(row.get("completion_tokens", 0))
         out[name] = SystemStats(measurement_aid=name in aids,
                                 abilities={a: _cell(by_ability[a]) for a in sorted(by_ability)},

@@ -51,7 +51,8 @@ def render_side_by_side(systems: Mapping[str, SystemStats]) -> list[str]:
     if CEILING in systems:
         out.append(f"{CEILING} is a {AID_MARK}: it answers from each question's own source messages, the ceiling a "
                    "perfect retriever would give this reader; never a system to rank")
-        out.append("lost to retrieval = gold-evidence mean - system mean; lost to reader+judge = 1.0 - gold-evidence mean")
+        out.append("lost to retrieval = gold-evidence mean - system mean; "
+                   "lost to reader+judge = 1.0 - gold-evidence mean")
     else:
         out.append(f"add {CEILING} to --beam-system to see what retrieval loses")
     out.append("calls and tokens: answering and judging these questions; ingest per system: "

@@ -49,7 +49,8 @@ def fmt_seconds(s: float | None) -> str:
     return f"{s:.1f} s"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None, indent: str = "") -> list[str]:
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None,
+          indent: str = "") -> list[str]:
     """Aligned columns. ``align`` has one char per column, ``l`` or ``r`` (default: first left,
     the rest right)."""
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]

@@ -33,8 +33,15 @@ from typing import Any, ClassVar
 
 from ..data.records import ProbingQuestion
 from .event_ordering import align_repeats, repeat_record
-from .judge import (JudgeModel, ask_judge, fill_question_and_answer, fill_rubric_and_answer, judge_number,
-                    parse_judge_json, require_rubric)
+from .judge import (
+    JudgeModel,
+    ask_judge,
+    fill_question_and_answer,
+    fill_rubric_and_answer,
+    judge_number,
+    parse_judge_json,
+    require_rubric,
+)
 from .metrics import EventOrderingMetrics, event_ordering_metrics
 from .names import ProfileName
 from .profile import ScoringProfile
@@ -97,7 +104,8 @@ class DefaultProfile(ScoringProfile):
         else:
             flags |= scored[1]
         item = ItemScore(rubric_item=rubric_item, score=scored[0] if scored else 0.0,
-                         judge_score=_as_recorded(judge_score), reason=_reason(data) if isinstance(data, dict) else None,
+                         judge_score=_as_recorded(judge_score),
+                         reason=_reason(data) if isinstance(data, dict) else None,
                          reply=asked.text, parsed=scored is not None, reply_format=asked.reply_format)
         return item, flags, asked.calls
 

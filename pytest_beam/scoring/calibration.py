@@ -176,7 +176,8 @@ def _other_event(question: ProbingQuestion, index: int, questions: Sequence[Prob
     return source.id, event
 
 
-def build_cases(questions: Iterable[ProbingQuestion], references: Mapping[str, ReferenceAnswer]) -> list[CalibrationCase]:
+def build_cases(questions: Iterable[ProbingQuestion],
+                references: Mapping[str, ReferenceAnswer]) -> list[CalibrationCase]:
     """Every labelled case of ``questions`` (module docstring), in question order."""
     questions = list(questions)
     cases: list[CalibrationCase] = []

@@ -11,7 +11,6 @@ into a test error, never a silent 0); a reply with no text reads as "" and flags
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable
@@ -77,11 +76,13 @@ TRUNCATED_RETRY_FACTOR = 4
 # endpoint that supports it (llama-server, OpenAI, vLLM) can only reply in the shape the prompt
 # asks for, so a small judge's verdict parses; one that refuses it is asked plain (ModelClient.chat)
 # and the reply is parsed from text as before. The record keeps which way each reply came.
-JUDGE_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {"name": "beam_verdict", "strict": False, "schema": {
+JUDGE_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {
+    "name": "beam_verdict", "strict": False, "schema": {
     "type": "object",
     "properties": {"score": {"type": "number", "enum": [1.0, 0.5, 0.0]}, "reason": {"type": "string"}},
     "required": ["score", "reason"]}}}
-CLASSIFIER_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {"name": "beam_same_event", "strict": False, "schema": {
+CLASSIFIER_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {
+    "name": "beam_same_event", "strict": False, "schema": {
     "type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}}}
 TEXT_FORMAT = "text"  # a reply asked for plain (no response_format, or the endpoint refused it)
 

@@ -30,7 +30,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
 from typing import ClassVar
 
 from ..data.records import ProbingQuestion

@@ -18,7 +18,8 @@ FLAGS: dict[str, str] = {
     "score_out_of_range": "upstream mode: the judge's score was not 0, 0.5 or 1 (kept, truncated by int())",
     "judge_truncated": "a judge reply was cut off by its token cap (finish_reason 'length'); it was asked again "
     "once with a larger cap",
-    "tau_undefined": "event_ordering: Kendall tau-b was undefined (NaN, e.g. an empty or one-line answer); tau_norm set to 0",
+    "tau_undefined": "event_ordering: Kendall tau-b was undefined (NaN, e.g. an empty or one-line answer); "
+                     "tau_norm set to 0",
 }
 
 
@@ -45,7 +46,8 @@ class ItemScore(_Record):
     )
     reason: str | None = Field(default=None, description="The judge's 'reason' field, if any")
     reply: str | None = Field(default=None, description="The judge's raw reply text (None where not kept)")
-    parsed: bool = Field(default=True, description="The reply parsed to a usable score (False -> item scored 0, flag parse_error)")
+    parsed: bool = Field(default=True, description="The reply parsed to a usable score "
+                                                  "(False -> item scored 0, flag parse_error)")
     reply_format: str | None = Field(
         default=None, description="How the judge's reply was asked for: 'json_schema' (BEAM's verdict as a "
         "response_format) or 'text' (plain, parsed from text); None in records older than this field")
@@ -61,7 +63,8 @@ class LineMatch(_Record):
     event: str | None = Field(description="The rubric event the judge matched the line to, or None")
     event_index: int | None = Field(description="Index of that event in the rubric, or None")
     replies: list[str] = Field(default_factory=list, description="The yes/no judge's replies for this line, in order")
-    reply_formats: list[str] = Field(default_factory=list, description="How each reply was asked for: 'json_schema' or 'text'")
+    reply_formats: list[str] = Field(default_factory=list,
+                                     description="How each reply was asked for: 'json_schema' or 'text'")
 
 
 class EventOrderingDetail(_Record):
@@ -74,7 +77,8 @@ class EventOrderingDetail(_Record):
     answer_lines: list[str] = Field(description="The answer's lines as the judge saw them")
     alignment: list[LineMatch]
     reference_order: list[str] = Field(description="The rubric's events, in order")
-    answer_order: list[str] = Field(description="The answer's lines after alignment (matched ones replaced by their event)")
+    answer_order: list[str] = Field(
+        description="The answer's lines after alignment (matched ones replaced by their event)")
     repeats: list[float] = Field(
         default_factory=list,
         description="With --beam-judge-runs N > 1: each repeat's question score, in order (the score is their mean); "

@@ -25,7 +25,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 PR_SET_PDEATHSIG = 1
 

@@ -21,15 +21,16 @@ not the service's.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .base import Neo4jConnection, Neo4jServiceDown
 
 if TYPE_CHECKING:
     import neo4j
 
-_CONNECTIONS: "weakref.WeakKeyDictionary[Any, Neo4jConnection]" = weakref.WeakKeyDictionary()
+_CONNECTIONS: weakref.WeakKeyDictionary[Any, Neo4jConnection] = weakref.WeakKeyDictionary()
 
 
 def open_driver(
@@ -38,7 +39,7 @@ def open_driver(
     retry_time_s: float = 5.0,
     connection_timeout_s: float = 5.0,
     **config: Any,
-) -> "neo4j.Driver":
+) -> neo4j.Driver:
     """A driver for ``conn``. Retries of a failed transaction are capped at ``retry_time_s``
     (the driver's default is 30 s, too long to notice a dead service), connects time out after
     ``connection_timeout_s``. Extra keyword arguments go to ``GraphDatabase.driver``."""
@@ -131,7 +132,7 @@ def _service_failures() -> tuple[type[BaseException], ...]:
 
 
 def run_read(
-    driver: "neo4j.Driver",
+    driver: neo4j.Driver,
     database: str | None,
     cypher: str,
     params: Mapping[str, Any] | None = None,
@@ -155,7 +156,7 @@ def run_read(
         raise ValueError("max_rows must be >= 0")
 
     @neo4j.unit_of_work(timeout=timeout_s)
-    def work(tx: "neo4j.ManagedTransaction") -> ReadResult:
+    def work(tx: neo4j.ManagedTransaction) -> ReadResult:
         if plan_check is not None:
             planned = tx.run("EXPLAIN " + cypher, dict(params or {})).consume()
             reason = plan_check(plan_steps(planned.plan), planned.query_type or "")
@@ -195,7 +196,7 @@ class WriteResult(list):
 
 
 def run_write(
-    driver: "neo4j.Driver",
+    driver: neo4j.Driver,
     database: str | None,
     cypher: str,
     params: Mapping[str, Any] | None = None,
@@ -206,7 +207,7 @@ def run_write(
     import neo4j
 
     @neo4j.unit_of_work(timeout=timeout_s)
-    def work(tx: "neo4j.ManagedTransaction") -> WriteResult:
+    def work(tx: neo4j.ManagedTransaction) -> WriteResult:
         result = tx.run(cypher, dict(params or {}))
         rows = [r.data() for r in result]
         counters = result.consume().counters
@@ -224,7 +225,7 @@ def run_write(
 
 
 def run_autocommit(
-    driver: "neo4j.Driver",
+    driver: neo4j.Driver,
     database: str | None,
     cypher: str,
     params: Mapping[str, Any] | None = None,

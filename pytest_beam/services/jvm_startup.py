@@ -22,9 +22,10 @@ import os
 import re
 import shutil
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..files import atomic_write
 
@@ -113,7 +114,8 @@ def _try_lock(path: Path) -> Any | None:
     return lock
 
 
-def class_data_archive(java: str, classpath: Sequence[str], jvm_options: Sequence[str], cache: Path) -> ClassDataArchive:
+def class_data_archive(java: str, classpath: Sequence[str], jvm_options: Sequence[str],
+                       cache: Path) -> ClassDataArchive:
     """Use the archive when it is there; otherwise let one JVM (of all processes) write it."""
     real_java = os.path.realpath(shutil.which(java) or java)
     try:

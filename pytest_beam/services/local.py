@@ -4,7 +4,8 @@ Finding Java and the jars is :mod:`pytest_beam.services.local_install`. Each ser
 own temporary home (config, data, logs), a free loopback port, auth on with a random password
 (written as the initial password before the first start, exactly as
 ``neo4j-admin dbms set-initial-password`` does), HTTP off and usage reports off. Readiness is a
-real Bolt ``RETURN 1``. See :mod:`pytest_beam.services._process` for why no JVM outlives us.
+real Bolt ``RETURN 1`` (:mod:`pytest_beam.services.local_readiness`). See
+:mod:`pytest_beam.services._process` for why no JVM outlives us.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .local_install import (
     resolve_classpath,
     tail_text,
 )
+from .local_readiness import DISK_HINT, PortTaken, server_log_tail, wait_ready
 
 # The jars on Neo4j 5.26.30's class path come to about 128 MB (213 files, measured from a
 # resolved classpath.txt); what Maven downloads into ~/.m2 with their poms is a little more.
@@ -49,24 +51,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _tail_file(path: Path, lines: int, max_bytes: int = 256 * 1024) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return tail_text(data, lines)
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 # ---- provider and service -----------------------------------------------------------------------
@@ -229,7 +213,7 @@ class LocalNeo4jService(Neo4jService):
                     try:
                         self._wait_ready(password, t0)
                         break
-                    except _PortTaken:
+                    except PortTaken:
                         self._kill_quietly()
                         if attempt + 1 == self.PORT_ATTEMPTS:
                             raise self._start_error("the Bolt port was taken on every attempt") from None
@@ -272,7 +256,7 @@ class LocalNeo4jService(Neo4jService):
         """Preparing the server's home failed: a full disk is named as such."""
         place = where if where is not None else Path(tempfile.gettempdir())
         if disk_full(exc):
-            what = disk_full_text(place) + _DISK_HINT
+            what = disk_full_text(place) + DISK_HINT
         else:
             what = f"its home under {place} could not be prepared ({exc.strerror or exc})"
         return Neo4jServiceError(f"Local Neo4j {self.provider.version} for {self.label!r} failed to start: "
@@ -304,7 +288,8 @@ class LocalNeo4jService(Neo4jService):
         env["NEO4J_HOME"] = str(self.home)
         env["NEO4J_CONF"] = str(self.home / "conf")
         env.pop("JAVA_TOOL_OPTIONS", None)
-        console = open(self.home / "logs" / "console.log", "ab")
+        # the child keeps its own copy of the file descriptor; ours is closed once it is spawned
+        console = open(self.home / "logs" / "console.log", "ab")  # noqa: SIM115 -- closed in finally
         try:
             self.process = _process.spawn(
                 args,
@@ -321,66 +306,10 @@ class LocalNeo4jService(Neo4jService):
             console.close()
 
     def _wait_ready(self, password: str, t0: float) -> None:
-        import neo4j
-        from neo4j.exceptions import AuthError, Neo4jError, DriverError
-
-        assert self.process is not None and self.port is not None
-        deadline = t0 + self.provider.start_timeout_s
-        uri = f"bolt://127.0.0.1:{self.port}"
-        last_error = "no answer yet"
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                tail = self.log_tail(80)
-                if self._disk_full():
-                    raise self._start_error(disk_full_text(self.home) + _DISK_HINT)
-                if "Address already in use" in tail or "BindException" in tail:
-                    raise _PortTaken()
-                raise self._start_error(f"the JVM exited with code {code} during start")
-            if self._disk_full():  # Neo4j logs it and waits; nothing frees the disk for it
-                raise self._start_error(disk_full_text(self.home) + _DISK_HINT)
-            if time.monotonic() > deadline:
-                raise self._start_error(
-                    f"no Bolt answer within {self.provider.start_timeout_s:.0f} s "
-                    f"(last: {last_error}); raise the start timeout on a slow machine"
-                )
-            # Only our own JVM's word that it listens on our port makes the port ours: the port
-            # was free when chosen, but another process (another worker's Neo4j starting at the
-            # same time) can bind it first, and our password sent there is refused.
-            if self._bolt_up() and _port_open(self.port):
-                try:
-                    with neo4j.GraphDatabase.driver(
-                        uri,
-                        auth=(self.USER, password),
-                        connection_timeout=5.0,
-                        max_transaction_retry_time=0.0,
-                        connection_acquisition_timeout=10.0,
-                    ) as driver:
-                        records, _, _ = driver.execute_query("RETURN 1 AS ok", database_=self.DATABASE)
-                        if records and records[0]["ok"] == 1:
-                            return
-                except AuthError as exc:
-                    raise self._start_error(
-                        f"the server refused the generated password ({exc.code}); the initial "
-                        "password file data/dbms/auth.ini was not taken"
-                    ) from None
-                except (Neo4jError, DriverError, OSError) as exc:
-                    last_error = f"{type(exc).__name__}: {exc}"[:300]
-            time.sleep(0.25)
-
-    def _bolt_up(self) -> bool:
-        """Whether this service's own log says its Bolt connector listens on its port (or that
-        the server started, which it does only after binding it)."""
-        assert self.home is not None
-        text = _tail_file(self.home / "logs" / "neo4j.log", 400)
-        ports = {int(p) for p in _BOLT_ENABLED.findall(text)}
-        return self.port in ports or _STARTED.search(text) is not None
-
-    def _disk_full(self) -> bool:
-        """Whether the server reported a full disk in its logs."""
-        assert self.home is not None
-        logs = self.home / "logs"
-        return any(NO_SPACE in _tail_file(logs / name, 400) for name in ("neo4j.log", "console.log", "debug.log"))
+        assert self.process is not None and self.home is not None and self.port is not None
+        wait_ready(self.process, self.home, self.port, (self.USER, password), self.DATABASE,
+                   deadline=t0 + self.provider.start_timeout_s, timeout_s=self.provider.start_timeout_s,
+                   start_error=self._start_error, log_tail=self.log_tail)
 
     def _start_error(self, what: str) -> Neo4jServiceError:
         return Neo4jServiceError(
@@ -426,26 +355,4 @@ class LocalNeo4jService(Neo4jService):
     def log_tail(self, lines: int = 50) -> str:
         if self.home is None or not self.home.exists():
             return tail_text(self._final_tail, lines)
-        logs = self.home / "logs"
-        parts = []
-        for name in ("console.log", "neo4j.log"):
-            text = _tail_file(logs / name, lines)
-            if text.strip(" \t\r\n\x00\x06"):
-                parts.append(f"[{name}]\n{text}")
-        errors = [
-            ln for ln in _tail_file(logs / "debug.log", 2000).splitlines() if " ERROR " in ln or " WARN " in ln
-        ]
-        if errors:
-            parts.append("[debug.log, WARN/ERROR]\n" + "\n".join(errors[-min(lines, 15):]))
-        return "\n".join(parts)
-
-
-class _PortTaken(Exception):
-    pass
-
-
-NO_SPACE = "No space left on device"
-_DISK_HINT = ("; Neo4j keeps its store there: free space on that disk, or give the run a results folder "
-              "on another one (--beam-results; the local Neo4j homes live under it)")
-_BOLT_ENABLED = re.compile(r"Bolt enabled on \S*:(\d+)")
-_STARTED = re.compile(r"\bINFO\s+Started\.\s*$", re.MULTILINE)
+        return server_log_tail(self.home, lines)

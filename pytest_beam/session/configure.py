@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from ..run_id import new_run_id
 from ..settings import (
     OPTION_BY_NAME,
     Settings,
@@ -24,7 +25,7 @@ from ..settings import (
     resolve,
 )
 from .project import spaced_value_problem
-from .state import STASH_KEY, BeamSession, new_run_id
+from .state import STASH_KEY, BeamSession
 
 # Flags that, given on the command line, ask for the BEAM suite.
 SUITE_FLAGS = ("--beam", "--beam-mode", "--beam-data")

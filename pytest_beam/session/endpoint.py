@@ -14,7 +14,8 @@ import os
 import socket
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..settings import OPTION_BY_NAME, Settings, SettingsError
 
@@ -130,7 +131,8 @@ def serving_line(settings: Settings, prompt_tokens: int, completion_tokens: int)
         return f"model: none is called; every response comes from the cassette {settings.cassette}"
     if not wants_embedded(settings):
         roles = settings.role_models()
-        others = ", ".join(f"{role} {model}" for role, model in roles.items() if role != "agent" and model != roles["agent"])
+        others = ", ".join(f"{role} {model}" for role, model in roles.items()
+                           if role != "agent" and model != roles["agent"])
         return f"model: {roles['agent']} at {_shown(settings.base_url or '')}" + (f" ({others})" if others else "")
     from ..llm import embedded, embedded_speed
 

@@ -73,13 +73,15 @@ class Estimate:
         """Why the run may not start; `require_caps` False where no money is spent (the embedded model)."""
         problems = []
         if settings.max_calls is not None and self.calls > settings.max_calls:
-            problems.append(f"{self.calls:,} calls > cap {settings.max_calls:,} (over by {self.calls - settings.max_calls:,}; "
-                            f"raise it with --beam-max-calls)")
+            problems.append(f"{self.calls:,} calls > cap {settings.max_calls:,} "
+                            f"(over by {self.calls - settings.max_calls:,}; raise it with --beam-max-calls)")
         if settings.max_tokens is not None and self.tokens > settings.max_tokens:
-            problems.append(f"{self.tokens:,} tokens > cap {settings.max_tokens:,} (over by {self.tokens - settings.max_tokens:,}; "
-                            f"raise it with --beam-max-tokens)")
-        if require_caps and settings.mode in ("full", "complete") and (settings.max_calls is None or settings.max_tokens is None):
-            problems.append(f"the {settings.mode} set has no default spend cap: set --beam-max-calls and --beam-max-tokens "
+            problems.append(f"{self.tokens:,} tokens > cap {settings.max_tokens:,} "
+                            f"(over by {self.tokens - settings.max_tokens:,}; raise it with --beam-max-tokens)")
+        uncapped = settings.max_calls is None or settings.max_tokens is None
+        if require_caps and settings.mode in ("full", "complete") and uncapped:
+            problems.append(f"the {settings.mode} set has no default spend cap: set --beam-max-calls and "
+                            "--beam-max-tokens "
                             f"(the estimate is {self.calls:,} calls and {self.tokens:,} tokens)")
         return ("the estimate is over the spend cap: " + "; ".join(problems)) if problems else None
 
@@ -147,7 +149,8 @@ def add_judge_check(estimate: Estimate, bench_set: BenchmarkSet, questions: list
         if case.kind in ("same_event", "other_event"):
             phase.add(runs, runs * (classifier_base + _tokens(case.rubric_item) + _tokens(case.answer)), runs * 2)
         else:
-            prompt = judge_base + _tokens(by_id[case.question_id].question) + _tokens(case.rubric_item) + _tokens(case.answer)
+            prompt = (judge_base + _tokens(by_id[case.question_id].question) + _tokens(case.rubric_item)
+                      + _tokens(case.answer))
             phase.add(runs, runs * prompt, runs * ASSUMPTIONS["judge_completion_tokens"])
 
 
@@ -179,7 +182,8 @@ def format_estimate(estimate: Estimate, settings: Settings) -> str:
     from ..data.ids import conversation_label
 
     tier = "" if settings.tier == "100K" else f" of {settings.tier}"
-    rows = [f"pytest-beam dry run (the built-in Agentic GraphRAG): {settings.mode} set{tier}, {estimate.questions} questions, "
+    rows = [f"pytest-beam dry run (the built-in Agentic GraphRAG): {settings.mode} set{tier}, "
+            f"{estimate.questions} questions, "
             f"{sum(estimate.chunks.values())} chunks of ~{settings.chunk_tokens} tokens "
             f"({', '.join(f'{conversation_label(settings.tier, c)}: {n}' for c, n in estimate.chunks.items())})"
             + (f"; judge calls x {settings.judge_runs} judge runs" if settings.judge_runs > 1 else ""),

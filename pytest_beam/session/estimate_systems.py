@@ -27,8 +27,15 @@ def estimate_baseline(system: str, bench_set: BenchmarkSet, questions: list[Prob
                       settings: Settings) -> Estimate:
     """One answering call per question with the context tokens it would send, and the judge's calls."""
     from ..memory.tokens import count_tokens
-    from ..systems.answering import (NO_MESSAGES, SEPARATOR, build_prompt, chat_messages, fit_to_budget, prompt_tokens,
-                                     render_message)
+    from ..systems.answering import (
+        NO_MESSAGES,
+        SEPARATOR,
+        build_prompt,
+        chat_messages,
+        fit_to_budget,
+        prompt_tokens,
+        render_message,
+    )
 
     budget, k = settings.context_tokens, settings.retrieval_k
     estimate = Estimate(phases={"agent": PhaseEstimate(), "judge": PhaseEstimate()})
@@ -103,7 +110,8 @@ def total_of(estimates: dict[str, Estimate | None]) -> Estimate:
             continue
         total.questions += est.questions
         for name, phase in est.phases.items():
-            total.phases.setdefault(name, PhaseEstimate()).add(phase.calls, phase.prompt_tokens, phase.completion_tokens)
+            total_phase = total.phases.setdefault(name, PhaseEstimate())
+            total_phase.add(phase.calls, phase.prompt_tokens, phase.completion_tokens)
         for cid, n in est.chunks.items():
             total.chunks[cid] = total.chunks.get(cid, 0) + n
     return total
@@ -126,7 +134,8 @@ def format_systems(estimates: dict[str, Estimate | None], settings: Settings) ->
             body = format_estimate(est, settings).splitlines()[:-2]  # cap and assumptions once, below
         else:
             ctx = est.phases["agent"].prompt_tokens / max(est.questions, 1)
-            note = (f"; dense assumed to send {settings.retrieval_k} messages of mean length" if system == "dense" else "")
+            note = (f"; dense assumed to send {settings.retrieval_k} messages of mean length"
+                    if system == "dense" else "")
             body = [f"{system}: {est.questions} questions, no ingest call, one answering call per question, "
                     f"context ~{ctx:,.0f} tokens per question (budget {settings.context_tokens:,}){note}"
                     + (" [measurement aid]" if system == "gold-evidence" else ""),

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 DEFAULT_SAMPLE = 24  # cases of "on" and "auto": every kind, a few minutes on the embedded model
 
 
-def sample_size(settings: Settings) -> int | None | bool:
+def sample_size(settings: Settings) -> int | bool | None:
     """False: no check; None: every case; N: at most N cases."""
     spec = settings.judge_check
     if spec == "off":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import configparser
 import tomllib
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ INI_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cf
 def spaced_path_values(args: list[str]) -> list[tuple[str, str]]:
     """(flag, value) for each path option whose value was written as its own argument."""
     flags = {OPTION_BY_NAME[name].flag_name for name in PATH_OPTIONS}
-    return [(flag, value) for flag, value in zip(args, args[1:]) if flag in flags and not value.startswith("-")]
+    return [(flag, value) for flag, value in pairwise(args) if flag in flags and not value.startswith("-")]
 
 
 def _is_pytest_config(path: Path) -> bool:

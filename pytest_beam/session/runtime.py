@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..systems import DEFAULT_SYSTEM
+
 if TYPE_CHECKING:
-    from .state import BeamSession
     from ..data.records import ProbingQuestion
     from ..llm import Meter, ModelClient
     from ..llm.relay import ModelRelay
     from ..scoring import QuestionScore
     from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
+    from .state import BeamSession
 
 
 # An answer with one of these flags is no answer (the agent hit its step limit or its timeout).
@@ -37,7 +39,7 @@ class ConversationRun:
     system: MemorySystem
     ingest: IngestReport
     ingest_usage: dict[str, Any]
-    system_name: str = "graphrag"  # the selected name the answers are recorded under
+    system_name: str = DEFAULT_SYSTEM  # the selected name the answers are recorded under
 
 
 @dataclass
@@ -98,8 +100,17 @@ class Runtime:
     @property
     def models(self) -> ModelClient:
         if self._models is None:
-            from ..llm import (Budget, Cassette, EndpointConfig, FileBudget, Meter, ModelClient, ResponseCache,
-                               RoleModels, UsageJournal)
+            from ..llm import (
+                Budget,
+                Cassette,
+                EndpointConfig,
+                FileBudget,
+                Meter,
+                ModelClient,
+                ResponseCache,
+                RoleModels,
+                UsageJournal,
+            )
 
             s = self.settings
             roles = s.role_models()

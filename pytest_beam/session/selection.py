@@ -1,8 +1,8 @@
 """Which memory systems a run compares (`--beam-system`), and how an item names its system.
 
 Each (system, question) pair is one item. Its id is `<system>-<question id>`
-(`bm25-conv17:information_extraction:0`; the shape lives in `data/ids.py`), so `-k bm25` selects one system, except when the
-selection is the default `graphrag` alone: then the id stays the bare question id, so the
+(`bm25-conv17:information_extraction:0`; the shape lives in `data/ids.py`), so `-k bm25` selects
+one system, except when the selection is the default `graphrag` alone: then the id stays the bare question id, so the
 snapshots, cassettes, known-bad lists and `-k` expressions written before systems could be
 compared keep working. A conftest adds its own systems by naming them in
 `pytest_beam_system_names` and building them in `pytest_beam_make_system` when

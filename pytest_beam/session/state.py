@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..run_id import new_run_id
 from ..settings import Settings
+from ..systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
@@ -39,7 +39,7 @@ class BeamSession:
     runtime: Runtime | None = None  # built by the first fixture that needs it
     progress: ProgressRelay | None = None  # on an xdist controller only
     started: float = field(default_factory=time.time)
-    systems: list[str] = field(default_factory=lambda: ["graphrag"])  # --beam-system, checked at session start
+    systems: list[str] = field(default_factory=lambda: [DEFAULT_SYSTEM])  # --beam-system, checked at session start
 
     @property
     def is_worker(self) -> bool:

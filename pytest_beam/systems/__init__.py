@@ -11,8 +11,9 @@ measurement aid (`is_measurement_aid`): the harness gives it the question's sour
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from importlib import import_module
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..system import MemorySystem, SystemContext
@@ -71,7 +72,7 @@ def _check(name: str) -> tuple[str, str]:
         raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(_ENTRIES)}") from None
 
 
-def system_class(name: str) -> type["MemorySystem"]:
+def system_class(name: str) -> type[MemorySystem]:
     module, attr = _check(name)
     return getattr(import_module(module), attr)
 
@@ -85,7 +86,7 @@ def system_factory(name: str) -> Factory:
     """The factory of a registered system; raises UnknownSystem naming the valid ones."""
     _check(name)
 
-    def make(context: "SystemContext") -> "MemorySystem":
+    def make(context: SystemContext) -> MemorySystem:
         system = system_class(name)(context)
         # The built-in class keeps its historical name; in a comparison every system goes by its
         # registry name, so set it on the instance (the class is not touched).
@@ -95,7 +96,7 @@ def system_factory(name: str) -> Factory:
     return make
 
 
-def make_system(name: str, context: "SystemContext") -> "MemorySystem":
+def make_system(name: str, context: SystemContext) -> MemorySystem:
     return system_factory(name)(context)
 
 
@@ -115,5 +116,6 @@ def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
     return names
 
 
-__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "builtin_names", "missing_extra", "Factory", "UnknownSystem", "is_measurement_aid",
-           "make_system", "parse_system_list", "system_class", "system_factory", "system_names"]
+__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "builtin_names", "missing_extra", "Factory",
+           "UnknownSystem", "is_measurement_aid", "make_system", "parse_system_list", "system_class", "system_factory",
+           "system_names"]

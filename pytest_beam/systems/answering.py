@@ -14,8 +14,9 @@ order (by message id), which keeps the chat's own sequence readable for the mode
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens

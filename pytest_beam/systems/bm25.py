@@ -13,8 +13,7 @@ from typing import Any
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
-from .answering import (DEFAULT_CONTEXT_TOKENS, DEFAULT_TOP_K, ChatMessage, answer_from_messages, chat_messages,
-                        setting)
+from .answering import DEFAULT_CONTEXT_TOKENS, DEFAULT_TOP_K, ChatMessage, answer_from_messages, chat_messages, setting
 
 
 class BM25Index:

@@ -16,7 +16,8 @@ is that the conversation does not say.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Iterable
+from collections.abc import Callable, Iterable
+from typing import ClassVar
 
 from ..data.records import Document, ProbingQuestion, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext

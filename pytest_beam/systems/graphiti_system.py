@@ -50,7 +50,7 @@ def episode_times(chat: list[Turn]) -> tuple[list[dt.datetime], int]:
         if turn.date is None:
             undated += 1
         last = date
-        day = dt.datetime.combine(date or UNDATED, dt.time(), dt.timezone.utc)
+        day = dt.datetime.combine(date or UNDATED, dt.time(), dt.UTC)
         times.append(day + dt.timedelta(seconds=i))
     return times, undated
 
@@ -109,7 +109,8 @@ class GraphitiSystem(MemorySystem):
             from graphiti_core.llm_client.config import LLMConfig
             from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
         except ImportError as exc:
-            raise RuntimeError(f"--beam-system=graphiti needs the graphiti-core package: {INSTALL_HINT} ({exc})") from None
+            raise RuntimeError(f"--beam-system=graphiti needs the graphiti-core package: {INSTALL_HINT} "
+                               f"({exc})") from None
         relay = self.context.relay()
         url = relay.base_url(self.system_name, ROLE)
         model = self.context.models.models.for_role(ROLE)

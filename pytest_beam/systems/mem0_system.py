@@ -164,7 +164,7 @@ class Mem0System(MemorySystem):
             metadata = {"message_ids": [t.id for t in window], "session": first.session,
                         "session_date": first.date.isoformat() if first.date else None}
             if first.date is not None:
-                metadata["created_at"] = dt.datetime.combine(first.date, dt.time(), dt.timezone.utc).isoformat()
+                metadata["created_at"] = dt.datetime.combine(first.date, dt.time(), dt.UTC).isoformat()
             messages = [{"role": t.role if t.role in ("user", "assistant") else "user", "content": t.text}
                         for t in window]
             with session_date(first.date):

@@ -18,7 +18,7 @@ from pytest_beam.data.sets import (
     parse_conversations,
     session_documents,
 )
-from pytest_beam.data.sources import load_local
+from pytest_beam.data.local_copy import load_local
 from pytest_beam.settings import SettingsError, resolve
 
 

@@ -11,7 +11,8 @@ from pytest_beam.data import pins
 from pytest_beam.data.errors import BeamDataError
 from pytest_beam.data.repairs import CONV4_MESSAGE_97_SHA256, repair_conv4_message_97
 from pytest_beam.data.sets import build_set, document_sha256, known_bad_rubrics, lite_spec, load_set
-from pytest_beam.data.sources import load_local, load_parquet
+from pytest_beam.data.huggingface import load_parquet
+from pytest_beam.data.local_copy import load_local
 
 HF_EXTRA_FIELDS = ("conversation_seed", "narratives", "user_profile", "conversation_plan", "user_questions")
 MESSAGE_KEYS = ("role", "id", "time_anchor", "index", "question_type", "content")
@@ -109,7 +110,7 @@ def test_the_pins_table_is_the_copys_own_listing(beam_data_dir):
 def test_a_file_pinned_by_git_blob_only_is_checked_byte_for_byte(tmp_path, beam_data_dir):
     """A file the offline copy lacks (1M, 10M) is pinned by its upstream git blob id: a user's
     clone of the upstream repository is checked against it, and a one-byte change is named."""
-    from pytest_beam.data.sources import check_upstream_file, git_blob_sha1
+    from pytest_beam.data.local_copy import check_upstream_file, git_blob_sha1
 
     rel = "chats/100K/17/chat.json"
     pin = pins.UPSTREAM_FILES[rel]
@@ -150,7 +151,7 @@ def test_offline_hugging_face_fails_fast_with_its_message(tmp_path, monkeypatch,
 
     from huggingface_hub import constants
 
-    from pytest_beam.data.sources import download_parquet
+    from pytest_beam.data.huggingface import download_parquet
 
     monkeypatch.setattr(constants, "ENDPOINT", endpoint.format(port=closed_port()))
     started = time.monotonic()

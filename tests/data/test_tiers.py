@@ -136,7 +136,7 @@ def test_a_blob_pinned_file_that_differs_stops_the_run_naming_it(pytester, beam_
     """A clone of the upstream repository as data dir: 1M conversation 1's chat is not in the offline
     copy, so it is pinned by its git blob id alone; a file that differs stops the run, named."""
     from pytest_beam.data import pins
-    from pytest_beam.data.sources import git_blob_sha1
+    from pytest_beam.data.local_copy import git_blob_sha1
 
     clone = tmp_path / "BEAM"
     questions = "chats/1M/1/probing_questions/probing_questions.json"

@@ -71,6 +71,21 @@ def test_chunks_never_span_documents_and_follow_session_order():
         (1, [5], "undated"), (3, [20], "2024-07-10")]
 
 
+def test_each_chunk_carries_its_own_documents_name_session_and_date():
+    """The packing helpers are made once per document (ruff's B023 asks whether they see a later
+    document's values): every chunk, the last of each document included, names its own."""
+    words = lambda n: " ".join(["beta"] * n)  # noqa: E731
+    first = doc(1, [(0, words(100)), (1, words(100)), (2, words(100))], date=dt.date(2024, 1, 2))
+    second = doc(2, [(3, words(100)), (4, words(100))], date=dt.date(2024, 2, 3))
+    chunks = chunk_documents([second, first], chunk_tokens=250)
+    assert [(c.document, c.session_number, c.session_date, c.message_ids, c.id) for c in chunks] == [
+        ("session-1", 1, dt.date(2024, 1, 2), [0, 1], "9:s1:m0.1-m1.1"),
+        ("session-1", 1, dt.date(2024, 1, 2), [2], "9:s1:m2.1-m2.1"),
+        ("session-2", 2, dt.date(2024, 2, 3), [3, 4], "9:s2:m3.1-m4.1"),
+    ]
+    assert [c.index for c in chunks] == [0, 1, 2]
+
+
 def test_lite_slices_chunk_with_ids_and_dates():
     if not (DATA / "chats").is_dir():
         pytest.skip(f"BEAM data not found at {DATA} (set BEAM_DATA)")

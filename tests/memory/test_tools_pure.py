@@ -6,9 +6,12 @@ import json
 
 import pytest
 
-from pytest_beam.memory.agent import AgentAction, AgentConfig
+from pytest_beam.memory.agent import AgentConfig
+from pytest_beam.memory.agent_json import AgentAction
 from pytest_beam.scoring import evidence_recall
-from pytest_beam.memory.search import SearchHit, escape_lucene, fulltext_query, rrf_fuse
+from pytest_beam.memory.search import rrf_fuse
+from pytest_beam.memory.search_fulltext import escape_lucene, fulltext_query
+from pytest_beam.memory.search_hits import SearchHit
 from pytest_beam.memory.tool_render import bounded as _bounded
 from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut
 
@@ -136,7 +139,7 @@ def test_the_first_json_action_must_call_a_tool():
     action's schema required one; later steps may answer."""
     from pydantic import ValidationError
 
-    from pytest_beam.memory.agent import AgentAction, FirstAgentAction, action_schema
+    from pytest_beam.memory.agent_json import AgentAction, FirstAgentAction, action_schema
 
     assert action_schema(0) is FirstAgentAction and action_schema(1) is action_schema(5) is AgentAction
     assert action_schema(0, searched=True) is AgentAction  # the harness's own first search looked already
