@@ -50,7 +50,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     skipped_for_cap = [q.id for q in records if q.outcome == "skipped" and "spend cap" in (q.error or "")]
     conversations = {(q.system, _conversation_of(q)) for q in questions}
     finished = [info for info in ingest.values() if "failed" not in info]
-    unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)  # one ingest per (system, conversation)
+    # one ingest per (system, conversation)
+    unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)
     source = bench_set.source if bench_set else None
     return RunRecord(
         run_id=run_id,

@@ -26,6 +26,8 @@ from ..llm.config import EMBEDDING_ROLE
 from ..llm.config import ROLES as _CHAT_ROLES
 from ..scoring.judge_check import JudgeCheck
 from ..scoring.scores import ItemScore
+from .stats import AbilityStats, MeanInterval, OverallStats, SystemCell, SystemStats
+from .stats import RecordModel as _Model
 
 __all__ = [
     "SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "KNOWN_BAD_FLAG",
@@ -50,9 +52,6 @@ RECORD_FILE_CONTEXT: dict[str, Any] = {"record_file": True}
 # Serialization context of a result on its way to the controller: with its run-only fields.
 _IN_RUN = {"in_run": True}
 
-
-from .stats import AbilityStats, MeanInterval, OverallStats, SystemCell, SystemStats
-from .stats import RecordModel as _Model
 
 
 class UsageRow(_Model):
@@ -130,9 +129,11 @@ class QuestionRecord(_Model):
     scorer: str | None = None
     source_message_ids: list[int] = Field(default_factory=list)
     retrieved_message_ids: list[int] = Field(default_factory=list)
-    answer_changed: bool | None = Field(default=None, description="The answer differs from its snapshot (None: not compared)")
+    answer_changed: bool | None = Field(
+        default=None, description="The answer differs from its snapshot (None: not compared)")
     context_tokens: int | None = Field(
-        default=None, description="Tokens the system put in front of the answering model for this question (None: not measured)")
+        default=None,
+        description="Tokens the system put in front of the answering model for this question (None: not measured)")
     system: str | None = Field(default=None, description="The memory system that answered (--beam-system name)")
     trace: list[dict[str, Any]] = Field(
         default_factory=list,
@@ -224,7 +225,8 @@ class RunRecord(_Model):
     data_revision: str | None = None
     scorer: str | None = None
     models: dict[str, str | None] = Field(default_factory=dict, description="role -> model name")
-    scoring: ScoringStamp | None = Field(None, description="Profile, prompt hashes and judge repeats (None: older record)")
+    scoring: ScoringStamp | None = Field(
+        None, description="Profile, prompt hashes and judge repeats (None: older record)")
     system: str | None = Field(None, description="The memory system's ``name`` (the first selected one when several)")
     systems: dict[str, SystemStats] = Field(
         default_factory=dict, description="With several --beam-system names: each system's cells by ability, in "
@@ -246,14 +248,16 @@ class RunRecord(_Model):
     phase_seconds: dict[str, float] = Field(default_factory=dict, description="ingest, agent, judge -> seconds")
     graph: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="conversation -> {entities_by_type, relations_by_type, chunks, empty_extractions, cache_hit, seconds}",
+        description="conversation -> {entities_by_type, relations_by_type, chunks, empty_extractions, cache_hit, "
+                    "seconds}",
     )
     snapshot_changes: list[str] = Field(default_factory=list)
     partial: bool = False
     partial_reason: str | None = None
     exit_status: int | None = None
     judge_check: JudgeCheck | None = Field(
-        None, description="The judge's calibration on BEAM's reference answers (--beam-judge-check, pytest-beam judge-check)")
+        None,
+        description="The judge's calibration on BEAM's reference answers (--beam-judge-check, pytest-beam judge-check)")
     judge_check_error: str | None = Field(None, description="Why the run's judge check did not finish")
 
     @model_validator(mode="after")

@@ -163,7 +163,8 @@ def list_records(results_dir: str | os.PathLike[str]) -> list[Listed]:
     out: list[Listed] = []
     for path in sorted(root.glob(f"*/{RECORD_FILE}")):
         try:
-            out.append(Listed(path, RunRecord.model_validate_json(path.read_bytes(), context=RECORD_FILE_CONTEXT), None))
+            record = RunRecord.model_validate_json(path.read_bytes(), context=RECORD_FILE_CONTEXT)
+            out.append(Listed(path, record, None))
         except (OSError, ValueError) as exc:
             out.append(Listed(path, None, str(exc).splitlines()[0]))
     out.sort(key=lambda e: ((e.record.started or "") if e.record else "", str(e.path)))

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..files import atomic_write
-
 import pytest
+
+from ..files import atomic_write
 
 if TYPE_CHECKING:
     from ..data.ids import ItemId

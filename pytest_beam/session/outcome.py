@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -114,7 +115,8 @@ def _record(result: QuestionRecord, record_property: RecordProperty) -> None:
     record_property(PROPERTY_PREFIX + "result", result.in_run_json())
 
 
-def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion, mode: str) -> tuple[bool | None, str | None, str | None]:
+def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion,
+              mode: str) -> tuple[bool | None, str | None, str | None]:
     """(changed, diff, failure): `assert` fails on a changed answer; `report` only notes it;
     `off` does nothing."""
     if mode == "off":
