@@ -115,6 +115,7 @@ class ModelRelay:
         self.requests = RelayCounts()
         self._clients: dict[str, ModelClient] = {}
         self._failures: dict[str, ModelError] = {}
+        self._completion_caps: dict[str, int] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -194,6 +195,14 @@ class ModelRelay:
 
     # -- serving ------------------------------------------------------------------------------------
 
+    def cap_completion(self, system: str, max_tokens: int) -> None:
+        """No relayed call of ``system`` may ask for more than ``max_tokens`` completion tokens: a
+        library's own per-call maximum (Graphiti asks 16,384 for edge extraction) is what a small
+        model that repeats itself fills, for an hour on the embedded model, whatever its config says."""
+        if max_tokens < 1:
+            raise ValueError(f"a completion cap must be 1 or more, not {max_tokens}")
+        self._completion_caps[system] = max_tokens
+
     def _keep(self, system: str, exc: ModelError) -> None:
         with self._lock:
             self._failures.setdefault(system, exc)
@@ -206,8 +215,10 @@ class ModelRelay:
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             return _error(400, "chat/completions needs a non-empty 'messages' list")
         kwargs = {k: body[k] for k in _FORWARDED if body.get(k) is not None}
-        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-        result = self.client_for(system).chat(role=role, max_tokens=int(max_tokens) if max_tokens else None,
+        asked = body.get("max_completion_tokens") or body.get("max_tokens")
+        cap = self._completion_caps.get(system)
+        max_tokens = min(int(asked), cap) if asked and cap else int(asked) if asked else cap
+        result = self.client_for(system).chat(role=role, max_tokens=max_tokens,
                                               **{k: v for k, v in kwargs.items() if k != "messages"},
                                               messages=kwargs["messages"])
         return 200, result.raw

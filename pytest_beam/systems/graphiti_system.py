@@ -112,6 +112,7 @@ class GraphitiSystem(MemorySystem):
             raise RuntimeError(f"--beam-system=graphiti needs the graphiti-core package: {INSTALL_HINT} "
                                f"({exc})") from None
         relay = self.context.relay()
+        relay.cap_completion(self.system_name, MAX_TOKENS)  # its per-call maxima go up to 16,384
         url = relay.base_url(self.system_name, ROLE)
         model = self.context.models.models.for_role(ROLE)
         connection = self.context.start_neo4j()

@@ -145,3 +145,19 @@ def test_what_the_relay_does_not_serve_is_refused_with_the_reason(model_server, 
     models = json.loads(urllib.request.urlopen(relay.base_url("mem0", "judge") + "/models").read())
     assert models["data"][0]["id"] == "judge-model"
     assert model_server.request_count == 0
+
+
+def test_a_system_s_completion_cap_bounds_what_its_library_asks_for(model_server, make_client, relay_for):
+    # found recording Graphiti on the embedded model: its edge extraction asks for 16,384 tokens
+    # whatever its config says, and a 1.5B model repeating itself filled them for over 20 minutes
+    model_server.script(*[Reply.say("ok") for _ in range(4)])
+    relay = relay_for(make_client(model_server, meter=Meter()))
+    relay.cap_completion("graphiti", 2048)
+    messages = [{"role": "user", "content": "hi"}]
+    sdk(relay, "graphiti").chat.completions.create(model="m", messages=messages, max_tokens=16384)
+    sdk(relay, "graphiti").chat.completions.create(model="m", messages=messages, max_tokens=100)
+    sdk(relay, "graphiti").chat.completions.create(model="m", messages=messages)
+    sdk(relay, "mem0").chat.completions.create(model="m", messages=messages, max_tokens=16384)  # no cap of its own
+    assert [r.body.get("max_tokens") for r in model_server.chat_requests] == [2048, 100, 2048, 16384]
+    with pytest.raises(ValueError, match="1 or more"):
+        relay.cap_completion("graphiti", 0)
