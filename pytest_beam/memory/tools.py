@@ -270,7 +270,7 @@ class ToolBox:
             item = {"event_id": r["id"], "type": "Event", "name": r["name"],
                     "text": cut(r["summary"], self.limits.statement_chars),
                     "stated_date": iso(r["stated_date"]), "session": session,
-                    "date": dates.get(session), "message_ids": first_ids}
+                    "date": dates.get(session) if session is not None else None, "message_ids": first_ids}
             out.append(item)
         return out
 
@@ -350,9 +350,9 @@ class ToolBox:
             ids.append(value)
         lo = arg_int(args, "from_id", None, 0, 1 << 31)
         hi = arg_int(args, "to_id", None, 0, 1 << 31)
-        if lo is not None or hi is not None:
-            lo = lo if lo is not None else hi
-            hi = hi if hi is not None else lo
+        lo = lo if lo is not None else hi  # one end given: a range of one message
+        hi = hi if hi is not None else lo
+        if lo is not None and hi is not None:
             if hi < lo:
                 lo, hi = hi, lo
             ids.extend(range(lo, min(hi, lo + self.limits.max_messages * 4) + 1))

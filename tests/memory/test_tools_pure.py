@@ -144,3 +144,14 @@ def test_the_first_json_action_must_call_a_tool():
         FirstAgentAction.model_validate({"tool": None, "arguments": None})
     first = FirstAgentAction.model_validate({"tool": "hybrid_search", "arguments": {"query": "x"}})
     assert first.as_action() == AgentAction(tool="hybrid_search", arguments={"query": "x"})
+
+
+def test_a_null_integer_argument_takes_its_default():
+    """A small model writes ``"limit": null``: that is the default, not None passed on to the
+    search (where ``DEFAULT_DEPTH_FACTOR * None`` raised TypeError and errored the question)."""
+    from pytest_beam.memory.tool_specs import arg_int
+
+    assert arg_int({"limit": None}, "limit", 10, 1, 50) == 10
+    assert arg_int({}, "limit", 10, 1, 50) == 10
+    assert arg_int({"limit": "99"}, "limit", 10, 1, 50) == 50
+    assert arg_int({"session": None}, "session", None, 0, 9) is None
