@@ -43,7 +43,11 @@ EXPORT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a
 @runtime_checkable
 class Embedder(Protocol):
     name: str  # part of the ingest cache key
-    dimensions: int
+
+    @property
+    def dimensions(self) -> int:
+        """Length of every vector (read-only: an endpoint's is learnt from its first reply)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, in order."""
