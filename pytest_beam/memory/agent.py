@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,6 +55,11 @@ from ..system import SystemAnswer
 from . import prompts_agent as prompts
 from .search import Embedder
 from .tools import ToolBox, ToolLimits, ToolResult
+
+if TYPE_CHECKING:
+    from neo4j import Driver
+
+    from .model_protocols import AgentModels
 
 ToolMode = Literal["native", "json", "auto"]
 ToolName = Literal["hybrid_search", "entity_statements", "timeline", "standing_rules", "topic_sessions",
@@ -140,7 +145,7 @@ class _SwitchToJson(Exception):
 class _Run:
     """The state of one question: messages, trace, ids seen, clock."""
 
-    def __init__(self, driver: Any, database: str, question: SystemQuestion, models: Any,
+    def __init__(self, driver: Driver, database: str, question: SystemQuestion, models: AgentModels,
                  embedder: Embedder | None, config: AgentConfig) -> None:
         self.question = question
         self.models = models
@@ -208,7 +213,7 @@ class _Run:
                             steps=self.model_calls, flags=list(flags or []), context_tokens=self.last_prompt_tokens)
 
 
-def answer_question(driver: Any, database: str, question: SystemQuestion, models: Any,
+def answer_question(driver: Driver, database: str, question: SystemQuestion, models: AgentModels,
                     embedder: Embedder | None, config: AgentConfig | None = None) -> SystemAnswer:
     """Answer ``question`` from the graph in ``database``; see the module docstring."""
     config = config or AgentConfig()
@@ -251,11 +256,11 @@ def _first_search(run: _Run) -> _FirstSearch | None:
 REFUSED_NATIVE_ATTR = "agent_refused_native_tools"
 
 
-def _is_refused(models: Any) -> bool:
+def _is_refused(models: AgentModels) -> bool:
     return bool(getattr(models, REFUSED_NATIVE_ATTR, False))
 
 
-def _remember_refusal(models: Any) -> None:
+def _remember_refusal(models: AgentModels) -> None:
     try:
         setattr(models, REFUSED_NATIVE_ATTR, True)
     except AttributeError:  # a client that takes no attributes: ask again next question

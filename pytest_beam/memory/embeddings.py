@@ -25,9 +25,12 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from .pinned import verified
+
+if TYPE_CHECKING:
+    from .model_protocols import EmbeddingModels
 
 EXPORT_MODEL_ID = "all-MiniLM-L6-v2-int8-onnx"  # the wheel's export, MatMuls in fp32
 LOCAL_MODEL_ID = "all-MiniLM-L6-v2-int8-matmul-onnx"  # the same, MatMuls in int8
@@ -245,7 +248,7 @@ class LocalEmbedder:
 class EndpointEmbedder:
     """`/v1/embeddings` of the model endpoint, metered by the model client (role "embedding")."""
 
-    def __init__(self, models: Any, model: str, batch_size: int = 64) -> None:
+    def __init__(self, models: EmbeddingModels, model: str, batch_size: int = 64) -> None:
         self.models = models
         self.model = model
         self.batch_size = batch_size
@@ -272,7 +275,7 @@ class EndpointEmbedder:
         return vectors
 
 
-def make_embedder(spec: str | None = "local", models: Any = None,
+def make_embedder(spec: str | None = "local", models: EmbeddingModels | None = None,
                   progress: Callable[[str], None] | None = None) -> Embedder:
     """`"local"` (default), `"local-export"` or `"endpoint:<model-name>"`; `progress` hears of a first build."""
     spec = (spec or "local").strip()

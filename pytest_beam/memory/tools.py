@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..services.access import AGENT_READS, ReadLimits
 from .cypher_tool import run_cypher_tool
@@ -21,6 +21,9 @@ from .search import (PER_SESSION, Embedder, SearchHit, fulltext_search, hybrid_s
                      session_user_turns, topic_by_session)
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
 from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 __all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolLimits", "ToolResult", "cut"]
 
@@ -70,13 +73,18 @@ LIMIT $limit
 """
 
 
+def openai_tools(limits: ToolLimits | None = None) -> list[dict[str, Any]]:
+    """The tools as the agent is sent them (OpenAI ``tools`` format): no graph needed to list them."""
+    return [{"type": "function", "function": spec} for spec in tool_specs(limits or ToolLimits()).values()]
+
+
 class ToolBox:
     """The tools for one conversation's graph. ``specs()`` gives them in OpenAI ``tools``
     format; ``call(name, arguments)`` runs one and never raises for the agent's mistakes
     (bad arguments, a Cypher error): those come back as text with ``is_error``. Database
     outages and other infrastructure errors do raise."""
 
-    def __init__(self, driver: Any, database: str, embedder: Embedder | None = None,
+    def __init__(self, driver: Driver, database: str, embedder: Embedder | None = None,
                  limits: ToolLimits | None = None,
                  deadline: Callable[[], float | None] | None = None) -> None:
         self.driver = driver

@@ -10,7 +10,7 @@ from pytest_beam.memory.agent import AgentAction, AgentConfig
 from pytest_beam.scoring import evidence_recall
 from pytest_beam.memory.search import SearchHit, escape_lucene, fulltext_query, rrf_fuse
 from pytest_beam.memory.tool_render import bounded as _bounded
-from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut
+from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut, openai_tools
 
 
 def test_escape_lucene_escapes_every_special_character():
@@ -94,8 +94,9 @@ def test_tool_specs_are_openai_tools_with_schemas():
         assert len(fn["description"]) > 40
         assert fn["parameters"]["type"] == "object"
         assert set(fn["parameters"].get("required", [])) <= set(fn["parameters"]["properties"])
-    # the specs (part of every request) are stable
+    # the specs (part of every request) are stable, and listed the same with no graph (the dry run's estimate)
     assert json.dumps(specs, sort_keys=True) == json.dumps(ToolBox(None, "y").specs(), sort_keys=True)
+    assert json.dumps(openai_tools(), sort_keys=True) == json.dumps(specs, sort_keys=True)
 
 
 def test_tool_argument_errors_come_back_as_text():
