@@ -12,12 +12,21 @@ measurement aid (`is_measurement_aid`): the harness gives it the question's sour
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 if TYPE_CHECKING:
     from ..system import MemorySystem, SystemContext
 
 Factory = Callable[["SystemContext"], "MemorySystem"]
+
+
+class SystemClass(Protocol):
+    """A registered class: made from the conversation's context; says whether it is a measurement aid."""
+
+    measurement_aid: bool
+
+    def __call__(self, context: SystemContext) -> MemorySystem: ...
+
 
 # name -> (module, class); the modules are imported on first use
 _ENTRIES: dict[str, tuple[str, str]] = {
@@ -71,9 +80,10 @@ def _check(name: str) -> tuple[str, str]:
         raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(_ENTRIES)}") from None
 
 
-def system_class(name: str) -> type["MemorySystem"]:
+def system_class(name: str) -> SystemClass:
     module, attr = _check(name)
-    return getattr(import_module(module), attr)
+    cls: SystemClass = getattr(import_module(module), attr)
+    return cls
 
 
 def is_measurement_aid(name: str) -> bool:
