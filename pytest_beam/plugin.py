@@ -34,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         extra = f" [ini {option.ini_name}; env {', '.join(option.env_names)}]"
         if option.name == "base_url":
             extra += f" {secrets}"
-        kwargs = {"action": "store_true"} if option.is_bool else {"metavar": option.name.upper()}
+        kwargs: dict[str, object] = {"action": "store_true"} if option.is_bool else {"metavar": option.name.upper()}
         if option.choices and not option.is_bool:
             kwargs["choices"] = option.choices
         group.addoption(option.flag_name, dest="beam_" + option.name, default=None,

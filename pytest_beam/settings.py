@@ -10,10 +10,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
 from .systems import DEFAULT_SYSTEM
+
+if TYPE_CHECKING:
+    from .data.sets import Mode
+    from .scoring.names import ProfileName
 
 MODES = ("lite", "full", "complete")
 TIERS = ("100K", "500K", "1M", "10M")  # pytest_beam.data.ids.TIERS (this module imports no other room)
@@ -168,7 +172,7 @@ OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
 @dataclass(frozen=True)
 class Settings:
-    mode: str
+    mode: Mode  # MODES
     data: Path | None
     neo4j: str
     base_url: str | None
@@ -191,11 +195,11 @@ class Settings:
     cache: Path | None
     results: Path
     pass_score: float
-    scorer: str
+    scorer: ProfileName  # PROFILE_NAMES
     snapshot: str
     agent_steps: int
     agent_timeout: float
-    tool_mode: str
+    tool_mode: Literal["auto", "native", "json"]  # TOOL_MODES
     neo4j_start_timeout: float
     html: bool
     conversations: str | None = None
@@ -218,6 +222,12 @@ class Settings:
     @property
     def replaying(self) -> bool:
         return self.record_mode == "none"
+
+    def cassette_file(self) -> Path:
+        """The cassette a recording or replaying run uses (resolve refuses a record mode without one)."""
+        if self.cassette is None:
+            raise SettingsError(f"--beam-record-mode={self.record_mode} needs --beam-cassette FILE")
+        return self.cassette
 
     @property
     def model_configured(self) -> bool:

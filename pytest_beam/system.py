@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict
 
 from .data.records import Document, SystemQuestion
 from .systems import DEFAULT_SYSTEM
@@ -37,11 +37,43 @@ class IngestReport:
     notes: list[str] = field(default_factory=list)
 
 
+class ModelStep(TypedDict):
+    """A trace entry: one call of the answering model (the built-in agent's and the baselines')."""
+
+    type: Literal["model"]
+    step: int  # 1-based count of model calls so far
+    mode: str  # "native" (tool calls), "json" (JSON actions) or "plain"
+    text: str | None  # the reply's text (the agent cuts it to its trace limit)
+    tool_calls: list[dict[str, Any]]
+    finish_reason: str | None
+    final: bool  # the call that gave the answer
+    usage: NotRequired[dict[str, Any]]  # the call's Usage.to_dict(), when the client reports one
+
+
+class ToolStep(TypedDict):
+    """A trace entry: one tool the agent called, and what came back."""
+
+    type: Literal["tool"]
+    step: int  # the model call that asked for it
+    call_id: str | None
+    tool: str
+    arguments: Any  # as the model sent them (a dict, or what failed to parse)
+    result_chars: int
+    message_ids: list[int]  # the messages the result showed
+    error: bool
+
+
+# A step of an answer's trace: a model call, a tool call, or anything else a system notes -- a
+# note is {"type": "note", "event": ..., and the note's own fields}, open by design. Written to
+# the record and the trace file as the plain JSON objects these are.
+TraceStep: TypeAlias = ModelStep | ToolStep | dict[str, Any]
+
+
 @dataclass
 class SystemAnswer:
     text: str
     retrieved_message_ids: set[int] = field(default_factory=set)
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[TraceStep] = field(default_factory=list)
     steps: int = 0
     flags: list[str] = field(default_factory=list)  # e.g. "agent_failure", "timeout"
     # Tokens of chat context put in front of the answering model for this answer, when the

@@ -57,17 +57,19 @@ def download_parquet(cache_dir: Path | None = None) -> Path:
         from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise BeamDataError("huggingface_hub is not installed; pip install pytest-beam") from exc
-    fetch = dict(repo_id=pins.HF_REPO_ID, repo_type="dataset", filename=pins.HF_FILENAME,
-                 revision=pins.HF_REVISION, cache_dir=cache_dir)
+    def fetch(local_files_only: bool = False) -> Path:
+        return Path(hf_hub_download(pins.HF_REPO_ID, pins.HF_FILENAME, repo_type="dataset", revision=pins.HF_REVISION,
+                                    cache_dir=cache_dir, local_files_only=local_files_only))
+
     try:  # a cached copy needs no network at all
-        return Path(hf_hub_download(**fetch, local_files_only=True))
+        return fetch(local_files_only=True)
     except (LocalEntryNotFoundError, OSError):
         pass
     problem = unreachable(constants.ENDPOINT)
     if problem is not None:
         raise _not_cached(f"cannot reach {constants.ENDPOINT}: {problem}")
     try:
-        return Path(hf_hub_download(**fetch))
+        return fetch()
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
         raise _not_cached(f"{type(exc).__name__}: {exc}") from exc
 

@@ -137,8 +137,8 @@ def _build_raw_set(corpus: BeamCorpus, mode: Mode, conversations: tuple[str, ...
             raise BeamDataError(f"conversations {', '.join(missing)} were not loaded from {corpus.source}")
         chosen = set(wanted)
         questions = tuple(q for q in corpus.questions.values() if q.conversation_id in chosen)
-        documents = {cid: tuple(session_documents(corpus.conversations[cid])) for cid in wanted}
-        return BenchmarkSet(mode, corpus.source, questions, documents, corpus.tier,
+        by_conversation = {cid: tuple(session_documents(corpus.conversations[cid])) for cid in wanted}
+        return BenchmarkSet(mode, corpus.source, questions, by_conversation, corpus.tier,
                             references=_references(corpus, questions))
     raise BeamDataError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
 

@@ -72,14 +72,11 @@ def tier(name: str | None) -> Tier:
 
 def ranges(numbers: list[str] | tuple[str, ...]) -> str:
     """``["1", "2", "5", "11", "12", "13"]`` -> ``"1, 2, 5, 11-13"``: a long list of conversations, short."""
-    values = sorted(int(n) for n in numbers)
-    parts: list[str] = []
-    start = prev = None
-    for value in [*values, None]:
-        if start is not None and value == prev + 1:  # type: ignore[operator]
-            prev = value
-            continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}-{prev}" if prev - start > 1 else f"{start}, {prev}")
-        start = prev = value
-    return ", ".join(parts)
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive numbers
+    for value in sorted(int(n) for n in numbers):
+        if runs and value == runs[-1][1] + 1:
+            runs[-1][1] = value
+        else:
+            runs.append([value, value])
+    return ", ".join(str(start) if start == end else f"{start}-{end}" if end - start > 1 else f"{start}, {end}"
+                     for start, end in runs)

@@ -88,6 +88,12 @@ def read_questions(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return header["questions"] if header and isinstance(header.get("questions"), dict) else None
 
 
+def _json_why(exc: ValueError) -> str:
+    """What json found wrong: a decode error's message (its position is said apart), else the
+    error's text (an integer over Python's digit limit is a plain ValueError, with no ``msg``)."""
+    return exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+
+
 def replay_problem(path: str | os.PathLike[str]) -> str | None:
     """Why the cassette at ``path`` cannot be replayed, in one line naming it (None: it can). A
     replay of nothing would skip or miss every question, so a run must stop on this instead."""
@@ -109,7 +115,7 @@ def replay_problem(path: str | os.PathLike[str]) -> str | None:
     try:
         first = json.loads(lines[0])
     except ValueError as exc:
-        return f"{where}:1 is not JSON ({exc.msg}): not a pytest-beam cassette"
+        return f"{where}:1 is not JSON ({_json_why(exc)}): not a pytest-beam cassette"
     if not isinstance(first, dict) or (first.get("cassette") != HEADER["cassette"] and "fp" not in first):
         return f"{where}:1 is not a pytest-beam cassette header or recorded response"
     return None
@@ -211,7 +217,7 @@ class Cassette:
         try:
             entry = json.loads(line)
         except ValueError as exc:
-            raise self._broken(number, f"not JSON ({exc.msg}); a run killed while recording leaves "
+            raise self._broken(number, f"not JSON ({_json_why(exc)}); a run killed while recording leaves "
                                        "such a line: delete it, or record the cassette again") from None
         if not isinstance(entry, dict):
             raise self._broken(number, "not a JSON object")

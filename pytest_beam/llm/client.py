@@ -350,7 +350,8 @@ class ModelClient:
                                     on_request=lambda attempt: self.meter.sent(role, call, attempt))
         got = _Obtained(sent.body, sent.data, "network", attempts=sent.attempts, mode=sent.mode)
         if self.budget is not None and kind == "chat":
-            u = got.data.get("usage") if isinstance(got.data.get("usage"), dict) else {}
+            usage = got.data.get("usage")
+            u = usage if isinstance(usage, dict) else {}
             self.budget.record(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
         if self.cache is not None and key is not None and (usable is None or usable(got.data)):
             self.cache.put(key, got.body)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 from ..redaction import url_without_credentials
 
@@ -12,6 +12,11 @@ Role = Literal["extraction", "resolution", "agent", "judge"]
 
 ROLES: tuple[str, ...] = get_args(Role)
 EMBEDDING_ROLE = "embedding"
+
+
+def is_role(name: str) -> TypeGuard[Role]:
+    """Whether ``name`` (a relay path's part, say) is a chat role; a type checker then knows it is."""
+    return name in ROLES
 
 
 @dataclass(frozen=True)

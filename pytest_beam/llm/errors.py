@@ -17,11 +17,9 @@ class ModelError(Exception):
 
 
 # Each error is a dataclass (keyword-only details after the message), so its attributes are
-# declared once; ``str(error)`` is the message, as for any exception.
-_error = dataclass(eq=False, repr=False)
-
-
-@_error
+# declared once; ``str(error)`` is the message, as for any exception. The decorator is written out
+# on each class: a type checker sees a dataclass only through ``dataclass`` itself, not an alias.
+@dataclass(eq=False, repr=False)
 class _Detailed(ModelError):
     message: str
 
@@ -29,7 +27,7 @@ class _Detailed(ModelError):
         super().__init__(self.message)
 
 
-@_error
+@dataclass(eq=False, repr=False)
 class ModelEndpointError(_Detailed):
     """The endpoint failed for good: after the last retry, or with a non-retryable status.
 
@@ -46,7 +44,7 @@ class ModelEndpointError(_Detailed):
     attempts: int = 0
 
 
-@_error
+@dataclass(eq=False, repr=False)
 class StructuredOutputError(_Detailed):
     """The reply did not validate against the schema, even after the one retry.
 
@@ -64,7 +62,7 @@ class StructuredOutputError(_Detailed):
     usage: Any = None
 
 
-@_error
+@dataclass(eq=False, repr=False)
 class BudgetExceeded(_Detailed):
     """The spend cap refused a call before it was sent.
 
@@ -80,7 +78,7 @@ class BudgetExceeded(_Detailed):
     role: str | None
 
 
-@_error
+@dataclass(eq=False, repr=False)
 class CassetteMiss(_Detailed):
     """Record mode ``none`` and the request is not in the cassette (no network is ever used).
 
@@ -94,7 +92,7 @@ class CassetteMiss(_Detailed):
     fingerprint: str
 
 
-@_error
+@dataclass(eq=False, repr=False)
 class CassetteError(_Detailed):
     """A cassette file has a line that is not a recorded response: named by file and line number.
 

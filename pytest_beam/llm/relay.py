@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from .config import ROLES
+from .config import ROLES, Role, is_role
 from .errors import BudgetExceeded, CassetteMiss, ModelEndpointError, ModelError
 from .meter import Meter, Snapshot, Usage
 
@@ -207,7 +207,7 @@ class ModelRelay:
         with self._lock:
             self._failures.setdefault(system, exc)
 
-    def handle_chat(self, system: str, role: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    def handle_chat(self, system: str, role: Role, body: dict[str, Any]) -> tuple[int, bytes]:
         if body.get("stream"):
             return _error(400, "the pytest-beam relay does not stream: send stream=false")
         if int(body.get("n") or 1) != 1:
@@ -285,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
         kind = "chat" if what == "chat/completions" else "embeddings"
         counts = self.owner.requests
         counts.add(system, kind)
-        if role not in ROLES:
+        if not is_role(role):
             counts.add(system, "errors")
             self._reply(*_error(404, f"unknown role {role!r} in relay path; expected one of {', '.join(ROLES)}"))
             return

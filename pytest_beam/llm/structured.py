@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 MAX_ERROR_CHARS = 2000
@@ -20,7 +23,7 @@ def schema_name(schema: type) -> str:
     return name[:64] or "output"
 
 
-def json_schema_format(schema: type) -> dict[str, Any]:
+def json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
     """The ``response_format`` for a pydantic model (strict off: not every server supports it)."""
     return {
         "type": "json_schema",
@@ -65,7 +68,7 @@ def extract_json_object(text: str | None) -> dict[str, Any]:
     raise StructuredParseError("no JSON object found in the reply")
 
 
-def parse_structured(text: str | None, schema: type) -> Any:
+def parse_structured(text: str | None, schema: type[BaseModel]) -> Any:
     """Parse and validate; raise :class:`StructuredParseError` with a readable message."""
     from pydantic import ValidationError
 

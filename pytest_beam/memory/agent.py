@@ -43,7 +43,7 @@ Model infrastructure errors (:class:`ModelEndpointError`, :class:`BudgetExceeded
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..data.records import SystemQuestion
 from ..system import SystemAnswer
@@ -52,8 +52,14 @@ from .agent_native import SwitchToJson, is_refused, native_loop
 from .agent_run import AgentConfig, AgentRun, first_search
 from .search_hits import Embedder
 
+if TYPE_CHECKING:
+    from neo4j import Driver
 
-def answer_question(driver: Any, database: str, question: SystemQuestion, models: Any,
+    from .model_protocols import AgentModels
+
+
+
+def answer_question(driver: Driver, database: str, question: SystemQuestion, models: AgentModels,
                     embedder: Embedder | None, config: AgentConfig | None = None) -> SystemAnswer:
     """Answer ``question`` from the graph in ``database``; see the module docstring."""
     config = config or AgentConfig()

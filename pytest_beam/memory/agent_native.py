@@ -5,7 +5,7 @@ tool call, hands the question to the JSON actions (:class:`SwitchToJson`; module
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm.errors import ModelEndpointError
 from ..system import SystemAnswer
@@ -20,6 +20,10 @@ from .agent_run import (
     canonical_json,
     finish,
 )
+
+if TYPE_CHECKING:
+    from .model_protocols import AgentModels
+
 
 
 def _refuses_tools(exc: ModelEndpointError) -> bool:
@@ -43,11 +47,11 @@ class SwitchToJson(Exception):
 REFUSED_NATIVE_ATTR = "agent_refused_native_tools"
 
 
-def is_refused(models: Any) -> bool:
+def is_refused(models: AgentModels) -> bool:
     return bool(getattr(models, REFUSED_NATIVE_ATTR, False))
 
 
-def _remember_refusal(models: Any) -> None:
+def _remember_refusal(models: AgentModels) -> None:
     try:
         setattr(models, REFUSED_NATIVE_ATTR, True)
     except AttributeError:  # a client that takes no attributes: ask again next question

@@ -7,16 +7,22 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..data.records import SystemQuestion
-from ..system import SystemAnswer
+from ..system import SystemAnswer, TraceStep
 from . import prompts_agent as prompts
 from .search_hits import Embedder
 from .tools import ToolBox, ToolLimits, ToolResult
 
+if TYPE_CHECKING:
+    from neo4j import Driver
+
+    from .model_protocols import AgentModels
+
+
 ToolMode = Literal["native", "json", "auto"]
-AGENT_ROLE = "agent"
+AGENT_ROLE: Final = "agent"
 FLAG_AGENT_FAILURE = "agent_failure"
 FLAG_TIMEOUT = "timeout"
 FLAG_LIMIT_REACHED = "limit_reached"  # an answer the last call rescued: scored, but not the agent's own finish
@@ -54,14 +60,14 @@ class AgentConfig:
 class AgentRun:
     """The state of one question: messages, trace, ids seen, clock."""
 
-    def __init__(self, driver: Any, database: str, question: SystemQuestion, models: Any,
+    def __init__(self, driver: Driver, database: str, question: SystemQuestion, models: AgentModels,
                  embedder: Embedder | None, config: AgentConfig) -> None:
         self.question = question
         self.models = models
         self.config = config
         self.started = time.monotonic()
         self.toolbox = ToolBox(driver, database, embedder, config.limits, deadline=self.seconds_left)
-        self.trace: list[dict[str, Any]] = []
+        self.trace: list[TraceStep] = []
         self.retrieved: set[int] = set()
         self.model_calls = 0
         self.tool_calls = 0

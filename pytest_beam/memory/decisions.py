@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from neo4j import Driver
+    from pydantic import BaseModel
+
+    from .model_protocols import StructuredModels
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -45,9 +51,9 @@ class GraphDecider:
     """What a decider over one conversation's graph holds: the graph, the model, the pool its
     calls run on, its budget, and the notes it leaves in the ingest report."""
 
-    driver: Any
+    driver: Driver
     database: str
-    models: Any
+    models: StructuredModels
     executor: Executor
     budget: DecisionBudget = DecisionBudget()
     notes: list[str] = field(default_factory=list)
@@ -77,8 +83,8 @@ class Replies(Generic[T]):
                 yield item, answers.get(number, default)
 
 
-def ask_in_batches(models: Any, executor: Executor, items: Sequence[T], budget: DecisionBudget,
-                   messages_for: Callable[[Sequence[T]], list[dict[str, str]]], schema: type) -> Replies[T]:
+def ask_in_batches(models: StructuredModels, executor: Executor, items: Sequence[T], budget: DecisionBudget,
+                   messages_for: Callable[[Sequence[T]], list[dict[str, str]]], schema: type[BaseModel]) -> Replies[T]:
     """Submit every batch now (so several kinds of questions are in flight together) and return
     their replies; a reply that stayed invalid is None. Other model errors propagate."""
     from ..llm.errors import StructuredOutputError

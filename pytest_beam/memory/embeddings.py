@@ -26,9 +26,12 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .pinned import verified
+
+if TYPE_CHECKING:
+    from .model_protocols import EmbeddingModels
 
 EXPORT_MODEL_ID = "all-MiniLM-L6-v2-int8-onnx"  # the wheel's export, MatMuls in fp32
 LOCAL_MODEL_ID = "all-MiniLM-L6-v2-int8-matmul-onnx"  # the same, MatMuls in int8
@@ -44,7 +47,11 @@ EXPORT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a
 @runtime_checkable
 class Embedder(Protocol):
     name: str  # part of the ingest cache key
-    dimensions: int
+
+    @property
+    def dimensions(self) -> int:
+        """Length of every vector (read-only: an endpoint's is learnt from its first reply)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, in order."""
@@ -242,7 +249,7 @@ class LocalEmbedder:
 class EndpointEmbedder:
     """`/v1/embeddings` of the model endpoint, metered by the model client (role "embedding")."""
 
-    def __init__(self, models: Any, model: str, batch_size: int = 64) -> None:
+    def __init__(self, models: EmbeddingModels, model: str, batch_size: int = 64) -> None:
         self.models = models
         self.model = model
         self.batch_size = batch_size
@@ -269,7 +276,7 @@ class EndpointEmbedder:
         return vectors
 
 
-def make_embedder(spec: str | None = "local", models: Any = None,
+def make_embedder(spec: str | None = "local", models: EmbeddingModels | None = None,
                   progress: Callable[[str], None] | None = None) -> Embedder:
     """`"local"` (default), `"local-export"` or `"endpoint:<model-name>"`; `progress` hears of a first build."""
     spec = (spec or "local").strip()

@@ -7,13 +7,16 @@ extraction; every other model error (endpoint down, spend cap) propagates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .chunking import Chunk
 from .extraction_schema import Extraction
 from .graph_schema import RULE_TYPES
 from .names import normalise_name
 from .prompts_ingest import extraction_messages
+
+if TYPE_CHECKING:
+    from .model_protocols import StructuredModels
 
 
 @dataclass
@@ -32,7 +35,7 @@ class ChunkExtraction:
         return self.empty_reason is not None
 
 
-def extract_chunk(models: Any, chunk: Chunk, max_tokens: int) -> ChunkExtraction:
+def extract_chunk(models: StructuredModels, chunk: Chunk, max_tokens: int) -> ChunkExtraction:
     from ..llm.errors import StructuredOutputError
 
     try:

@@ -8,7 +8,7 @@ name, a missing field or a non-JSON reply still fails (and is retried once by th
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -27,7 +27,7 @@ MAX_SOURCES = 12
 MAX_DECISIONS = 50
 
 
-def _cut(limit: int):
+def _cut(limit: int) -> BeforeValidator:
     def cut(value: Any) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)  # a Measure's value given as a number
@@ -41,11 +41,14 @@ def _cut(limit: int):
     return BeforeValidator(cut)
 
 
-def _bounded_str(limit: int):
-    return Annotated[str, _cut(limit), Field(max_length=limit)]
-
-
-Name = _bounded_str(NAME_MAX)
+# A string cut to its bound, then checked against it (the bound is also the schema's maxLength).
+# Spelled out per bound: a type checker takes ``Annotated[...]`` as a type, not a function's result.
+Name: TypeAlias = Annotated[str, _cut(NAME_MAX), Field(max_length=NAME_MAX)]
+Description: TypeAlias = Annotated[str, _cut(DESCRIPTION_MAX), Field(max_length=DESCRIPTION_MAX)]
+Date: TypeAlias = Annotated[str, _cut(DATE_MAX), Field(max_length=DATE_MAX)]
+Sentence: TypeAlias = Annotated[str, _cut(STATEMENT_MAX), Field(max_length=STATEMENT_MAX)]
+Value: TypeAlias = Annotated[str, _cut(VALUE_MAX), Field(max_length=VALUE_MAX)]
+Unit: TypeAlias = Annotated[str, _cut(UNIT_MAX), Field(max_length=UNIT_MAX)]
 EntityType = Literal["Person", "Place", "Organization", "Tool", "Topic", "Event"]
 StatementType = Literal["Fact", "Instruction", "Preference", "Measure"]
 assert set(EntityType.__args__) == set(ENTITY_TYPES)  # type: ignore[attr-defined]
@@ -59,21 +62,21 @@ class _Reply(BaseModel):
 class ExtractedEntity(_Reply):
     type: EntityType
     name: Name
-    description: _bounded_str(DESCRIPTION_MAX) = Field(  # type: ignore[valid-type]
+    description: Description = Field(
         default="", description="One short phrase saying who or what it is in this chat")
-    date: _bounded_str(DATE_MAX) | None = Field(  # type: ignore[valid-type]
+    date: Date | None = Field(
         default=None, description="Event only: the date the chat states for it, as written")
 
 
 class ExtractedStatement(_Reply):
     type: StatementType
-    text: _bounded_str(STATEMENT_MAX) = Field(  # type: ignore[valid-type]
+    text: Sentence = Field(
         description="One self-contained sentence")
     about: Annotated[list[Name], _cut(MAX_ABOUT), Field(max_length=MAX_ABOUT)] = Field(
         default_factory=list, description="Names of the entities it is about")
-    value: _bounded_str(VALUE_MAX) | None = Field(default=None, description="Measure only")  # type: ignore[valid-type]
-    unit: _bounded_str(UNIT_MAX) | None = Field(default=None, description="Measure only")  # type: ignore[valid-type]
-    topic: Name | None = Field(  # type: ignore[valid-type]
+    value: Value | None = Field(default=None, description="Measure only")
+    unit: Unit | None = Field(default=None, description="Measure only")
+    topic: Name | None = Field(
         default=None, description="Instruction/Preference only: the Topic that triggers the rule")
     message_ids: Annotated[list[int], _cut(MAX_SOURCES), Field(max_length=MAX_SOURCES)] = Field(
         default_factory=list, description="Ids of the messages it comes from")

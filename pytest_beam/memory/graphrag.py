@@ -7,9 +7,25 @@ read-only tools (`agent.py`). This class only wires the two to the harness's con
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+
+if TYPE_CHECKING:
+    from neo4j import Driver
+
+    from .embeddings import Embedder
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """The conversation's graph once connected: its driver, database and the embedder it was built for."""
+
+    driver: Driver
+    database: str
+    embedder: Embedder
 
 
 class GraphRAGSystem(MemorySystem):
@@ -18,27 +34,24 @@ class GraphRAGSystem(MemorySystem):
     def __init__(self, context: SystemContext) -> None:
         self.context = context
         self.settings = context.settings
-        self._driver = None
-        self._database = None
-        self._embedder = None
+        self._graph: _Graph | None = None
 
-    def _connect(self):
-        if self._driver is None:
+    def _connect(self) -> _Graph:
+        if self._graph is None:
             from ..services.access import open_driver
             from .embeddings import make_embedder
             from .graph_schema import install_schema
 
             connection = self.context.start_neo4j()
-            self._embedder = make_embedder(self.settings.embeddings, self.context.models, self.context.progress)
-            self._driver = open_driver(connection)
-            self._database = connection.database
-            install_schema(self._driver, self._database, self._embedder.dimensions)
-        return self._driver
+            embedder = make_embedder(self.settings.embeddings, self.context.models, self.context.progress)
+            self._graph = _Graph(open_driver(connection), connection.database, embedder)
+            install_schema(self._graph.driver, self._graph.database, embedder.dimensions)
+        return self._graph
 
     def ingest(self, documents: list[Document]) -> IngestReport:
         from .ingest import IngestConfig, ingest_documents
 
-        driver = self._connect()
+        graph = self._connect()
         config = IngestConfig(chunk_tokens=self.settings.chunk_tokens, max_llm_pairs=self.settings.max_llm_pairs,
                               concurrency=self.settings.concurrency)
         started = time.monotonic()
@@ -58,18 +71,21 @@ class GraphRAGSystem(MemorySystem):
                 f"({used.cached_calls + used.replayed_calls} cached or replayed), "
                 f"{used.prompt_tokens + used.completion_tokens:,} tokens, {now - started:.1f}s")
 
-        return ingest_documents(driver, self._database, documents, self.context.models, self._embedder, config,
+        return ingest_documents(graph.driver, graph.database, documents, self.context.models, graph.embedder, config,
                                 progress=progress)
 
     def answer(self, question: SystemQuestion) -> SystemAnswer:
         from .agent import AgentConfig, answer_question
 
-        driver = self._connect()
+        graph = self._connect()
         config = AgentConfig(tool_mode=self.settings.tool_mode, max_steps=self.settings.agent_steps,
                              timeout_s=self.settings.agent_timeout)
-        return answer_question(driver, self._database, question, self.context.models, self._embedder, config)
+        # memory/search.py's own Embedder protocol still asks for a settable `dimensions`
+        # (embeddings.Embedder reads it, as an endpoint learns it): one protocol once search.py is split
+        return answer_question(graph.driver, graph.database, question, self.context.models,
+                               graph.embedder, config)  # type: ignore[arg-type]
 
     def close(self) -> None:
-        if self._driver is not None:
-            self._driver.close()
-            self._driver = None
+        if self._graph is not None:
+            self._graph.driver.close()
+            self._graph = None

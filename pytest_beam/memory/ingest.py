@@ -16,12 +16,18 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.records import Document
 from ..system import IngestReport
 from .chunking import DEFAULT_CHUNK_TOKENS, Chunk, chunk_documents, document_order
 from .graph_schema import install_schema
+
+if TYPE_CHECKING:
+    from neo4j import Driver
+
+    from .embeddings import Embedder
+    from .model_protocols import StructuredModels
 
 Progress = Callable[[int, int], None]
 
@@ -61,11 +67,11 @@ def _embed_text(text: str, limit: int = 2000) -> str:
 
 
 def ingest_documents(
-    driver: Any,
+    driver: Driver,
     database: str,
     documents: Sequence[Document],
-    models: Any,
-    embedder: Any,
+    models: StructuredModels,
+    embedder: Embedder,
     config: IngestConfig | None = None,
     progress: Progress | None = None,
 ) -> IngestReport:
@@ -217,7 +223,7 @@ def message_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
     return messages
 
 
-def _write_structure(driver: Any, database: str, documents: list[Document], chunks: list[Chunk],
+def _write_structure(driver: Driver, database: str, documents: list[Document], chunks: list[Chunk],
                      messages: list[dict[str, Any]]) -> None:
     """Sessions, messages (embedded later, while extraction runs) and chunks."""
     from . import store
@@ -322,7 +328,7 @@ class _EntityVectors:
             job.result()
 
 
-def _write_rows(driver: Any, database: str, done: list[_ChunkRows], notes: list[str], empty: list[str]) -> None:
+def _write_rows(driver: Driver, database: str, done: list[_ChunkRows], notes: list[str], empty: list[str]) -> None:
     from . import store
 
     entity_rows: list[dict[str, Any]] = []

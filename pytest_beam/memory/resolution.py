@@ -75,7 +75,7 @@ class _UnionFind:
         return True
 
 
-def _keep_key(entity: dict[str, Any]) -> tuple:
+def _keep_key(entity: dict[str, Any]) -> tuple[int, int, int, str]:
     """The node a group is merged into: most mentioned, then first mentioned, then longest name."""
     first = entity.get("first")
     return (-int(entity.get("mentions") or 0), first if first is not None else 1 << 30,
@@ -97,8 +97,8 @@ def candidate_pairs(entities: list[dict[str, Any]], per_entity: int = 3, neighbo
     for members in postings.values():
         if len(members) > MAX_POSTING:
             continue
-        for a in members:
-            near[a].update(m for m in members if m != a)
+        for member in members:
+            near[member].update(m for m in members if m != member)
     vectors = [e.get("embedding") for e in entities]
     if len(entities) > 1 and all(vectors):
         import numpy as np
@@ -113,7 +113,7 @@ def candidate_pairs(entities: list[dict[str, Any]], per_entity: int = 3, neighbo
             for row in range(sims.shape[0]):
                 near[ids[start + row]].update(ids[j] for j in top[row])
 
-    def cosine(a: dict, b: dict) -> float:
+    def cosine(a: dict[str, Any], b: dict[str, Any]) -> float:
         # rounded: float noise between machines must not reorder pairs (prompts are replayed by content)
         if a.get("embedding") and b.get("embedding"):
             return round(float(sum(x * y for x, y in zip(a["embedding"], b["embedding"]))), 3)
@@ -234,7 +234,7 @@ class EntityResolver(GraphDecider):
         members: dict[str, list[dict[str, Any]]] = {}
         for e in plan.entities:
             members.setdefault(groups.find(e["id"]), []).append(e)
-        pairs = []
+        pairs: list[dict[str, str]] = []
         for group in members.values():
             if len(group) < 2:
                 continue

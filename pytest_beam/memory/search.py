@@ -120,7 +120,8 @@ def with_replies(driver: Any, database: str, hits: list[SearchHit],
     replies: dict[int, SearchHit] = {}
     if users:
         for reply in rows_to_hits(read_graph(driver, database, REPLY_CYPHER, {"ids": users}, limits)):
-            replies[int(reply.order) - 1] = reply
+            if reply.order is not None:  # REPLY_CYPHER returns each reply's order
+                replies[int(reply.order) - 1] = reply
     out: list[SearchHit] = []
     seen: set[tuple[str, str]] = set()
     for hit in hits:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .search_hits import iso
 
@@ -45,8 +45,11 @@ def _json_default(value: Any) -> Any:
     return text if text is not None else str(value)
 
 
-def bounded(header: dict[str, Any], items: list[dict[str, Any]], limit: int, items_key: str = "results",
-             drop_order: list[int] | None = None) -> tuple[str, list[dict[str, Any]]]:
+ResultItem = TypeVar("ResultItem")  # a result item: a dict, or a short list such as [message id, head]
+
+
+def bounded(header: dict[str, Any], items: list[ResultItem], limit: int, items_key: str = "results",
+            drop_order: list[int] | None = None) -> tuple[str, list[ResultItem]]:
     """JSON of ``header`` plus as many ``items`` as fit in ``limit`` characters.
 
     Items are dropped in ``drop_order`` (indexes; default: from the end) and the count of

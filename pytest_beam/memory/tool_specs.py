@@ -7,7 +7,7 @@ agent as the tool's result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
     from .tools import ToolLimits
@@ -17,7 +17,16 @@ class ToolArgumentError(ValueError):
     """The agent called a tool with bad arguments; the message goes back to it."""
 
 
+@overload
+def arg_str(args: dict[str, Any], name: str, required: Literal[True] = True, max_len: int = 1000) -> str: ...
+
+
+@overload
+def arg_str(args: dict[str, Any], name: str, required: bool, max_len: int = 1000) -> str | None: ...
+
+
 def arg_str(args: dict[str, Any], name: str, required: bool = True, max_len: int = 1000) -> str | None:
+    """The argument stripped and cut to ``max_len``; a required one missing or blank is an error."""
     value = args.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
         if required:
@@ -28,8 +37,19 @@ def arg_str(args: dict[str, Any], name: str, required: bool = True, max_len: int
     return value.strip()[:max_len]
 
 
+@overload
+def arg_int(args: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int: ...
+
+
+@overload
+def arg_int(args: dict[str, Any], name: str, default: None, lo: int, hi: int) -> int | None: ...
+
+
 def arg_int(args: dict[str, Any], name: str, default: int | None, lo: int, hi: int) -> int | None:
-    value = args.get(name, default)
+    """The argument as an integer clamped to ``lo..hi``; missing or null is ``default``."""
+    value = args.get(name)
+    if value is None:  # missing, or null (a small model writes "limit": null)
+        value = default
     if value is None:
         return None
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():

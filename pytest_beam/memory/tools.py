@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..services.access import AGENT_READS, ReadLimits
 from .cypher_tool import run_cypher_tool
@@ -22,6 +22,9 @@ from .search import PER_SESSION, fulltext_search, hybrid_search, session_user_tu
 from .search_hits import Embedder, SearchHit, id_key, iso, read_graph
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
 from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 __all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolLimits", "ToolResult", "cut"]
 
@@ -71,13 +74,18 @@ LIMIT $limit
 """
 
 
+def openai_tools(limits: ToolLimits | None = None) -> list[dict[str, Any]]:
+    """The tools as the agent is sent them (OpenAI ``tools`` format): no graph needed to list them."""
+    return [{"type": "function", "function": spec} for spec in tool_specs(limits or ToolLimits()).values()]
+
+
 class ToolBox:
     """The tools for one conversation's graph. ``specs()`` gives them in OpenAI ``tools``
     format; ``call(name, arguments)`` runs one and never raises for the agent's mistakes
     (bad arguments, a Cypher error): those come back as text with ``is_error``. Database
     outages and other infrastructure errors do raise."""
 
-    def __init__(self, driver: Any, database: str, embedder: Embedder | None = None,
+    def __init__(self, driver: Driver, database: str, embedder: Embedder | None = None,
                  limits: ToolLimits | None = None,
                  deadline: Callable[[], float | None] | None = None) -> None:
         self.driver = driver
@@ -269,7 +277,7 @@ class ToolBox:
             item = {"event_id": r["id"], "type": "Event", "name": r["name"],
                     "text": cut(r["summary"], self.limits.statement_chars),
                     "stated_date": iso(r["stated_date"]), "session": session,
-                    "date": dates.get(session), "message_ids": first_ids}
+                    "date": dates.get(session) if session is not None else None, "message_ids": first_ids}
             out.append(item)
         return out
 
@@ -349,9 +357,9 @@ class ToolBox:
             ids.append(value)
         lo = arg_int(args, "from_id", None, 0, 1 << 31)
         hi = arg_int(args, "to_id", None, 0, 1 << 31)
-        if lo is not None or hi is not None:
-            lo = lo if lo is not None else hi
-            hi = hi if hi is not None else lo
+        lo = lo if lo is not None else hi  # one end given: a range of one message
+        hi = hi if hi is not None else lo
+        if lo is not None and hi is not None:
             if hi < lo:
                 lo, hi = hi, lo
             ids.extend(range(lo, min(hi, lo + self.limits.max_messages * 4) + 1))

@@ -114,7 +114,7 @@ def _compare_data(other: RunRecord, cmp: Comparison) -> dict[str, Any]:
             "score_b": sb,
             "delta": score_delta(sa, sb),
             "answer_changed": answer_changed,
-            "diff": answer_diff(before.answer, after.answer) if answer_changed else [],
+            "diff": answer_diff(before.answer, after.answer) if before and after and answer_changed else [],
             "only_in": None if before and after else ("this run" if after else "the baseline"),
         }
         order.append(qid)

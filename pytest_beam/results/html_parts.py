@@ -101,8 +101,8 @@ def chart(record: RunRecord, other: RunRecord | None) -> str:
         parts.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{e(ability)}</text>')
         parts.append(f'<rect class="bar" data-ability="{e(ability)}" x="{label_w}" y="{y + 3}" '
                      f'width="{mean * bar_w:.1f}" height="16"><title>{e(tip)}</title></rect>')
-        if ability in base and base[ability].mean is not None:
-            b = base[ability]
+        b = base.get(ability)
+        if other is not None and b is not None and b.mean is not None:  # base is other's abilities
             base_tip = f"baseline {other.run_id}: {fmt_score(b.mean)} (n={b.n})"
             parts.append(f'<rect class="bar-base" data-ability="{e(ability)}" x="{label_w}" y="{y + 22}" '
                          f'width="{b.mean * bar_w:.1f}" height="8"><title>{e(base_tip)}</title></rect>')

@@ -72,7 +72,7 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
     judge_model = judge_model or settings.judge_model or settings.model
     if settings.base_url and not judge_model:
         raise JudgeCheckError("an endpoint is set but no judge model: give --beam-judge-model (or BEAM_MODEL)")
-    bench = load_set(settings.mode, settings.data, settings.conversations)  # type: ignore[arg-type]
+    bench = load_set(settings.mode, settings.data, settings.conversations)
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S")
     client, embedded, settings = _client(settings, judge_model or "local", say)
     try:

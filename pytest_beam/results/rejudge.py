@@ -49,7 +49,7 @@ def rejudge_question(old: QuestionRecord, probing: Any, judge: Any, *, profile: 
         return old.model_copy(update={"usage": {}, "trace": []})
     before = judge.meter.snapshot()
     started = time.monotonic()
-    score = score_question(probing, old.answer, judge, mode=profile, judge_runs=judge_runs)  # type: ignore[arg-type]
+    score = score_question(probing, old.answer, judge, mode=profile, judge_runs=judge_runs)
     used = judge.meter.since(before)
     kept = [f for f in old.flags if f not in _SCORER_FLAGS]
     flags = sorted(set(kept) | set(score.flags))

@@ -13,12 +13,16 @@ one project never overwrite each other's answers.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
 from ..systems import DEFAULT_SYSTEM
+
+if TYPE_CHECKING:
+    from _pytest.python import CallSpec2  # the type of pytest.Function.callspec, not exported
 
 
 def snapshot_filename(question_id: str) -> str:
@@ -53,12 +57,15 @@ class AnswerSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def get_snapshot_name(cls, *, test_location: PyTestLocation, index=0) -> str:
-        question = test_location.item.callspec.params.get("beam_question")
-        return snapshot_filename(question.id if question is not None else test_location.item.callspec.id)
+        from ..data.records import ProbingQuestion
+
+        callspec = _callspec(test_location)
+        question = callspec.params.get("beam_question")
+        return snapshot_filename(question.id if isinstance(question, ProbingQuestion) else callspec.id)
 
 
 def _system_of(test_location: PyTestLocation) -> str:
-    run = test_location.item.callspec.params.get("beam_conversation")
+    run = _callspec(test_location).params.get("beam_conversation")
     return getattr(run, "system", None) or DEFAULT_SYSTEM
 
 
@@ -71,3 +78,11 @@ def snapshot_dir(rootdir: Path, system: str | None = None) -> Path:
 
 def snapshot_path(rootdir: Path, question_id: str, system: str | None = None) -> Path:
     return snapshot_dir(rootdir, system) / f"{snapshot_filename(question_id)}.txt"
+
+
+def _callspec(test_location: PyTestLocation) -> CallSpec2:
+    """The item's parameters: a BEAM item is always a parametrized test function."""
+    item = test_location.item
+    if not isinstance(item, pytest.Function):
+        raise TypeError(f"{item.nodeid} is not a parametrized test: no BEAM question names its snapshot")
+    return item.callspec

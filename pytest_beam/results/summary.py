@@ -51,7 +51,7 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- one record
 
-def _ability_rows(record: RunRecord) -> list[list[str]]:
+def _ability_rows(record: RunRecord) -> list[list[object]]:  # cells, str()-ed by table()
     rows = []
     for ability, s in record.abilities.items():
         rows.append([

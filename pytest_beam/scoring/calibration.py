@@ -248,7 +248,7 @@ def judge_case(case: CalibrationCase, question: ProbingQuestion, judge: JudgeMod
     from .scorer import score_question
 
     one_item = question.model_copy(update={"rubric": (case.rubric_item,)})
-    scored = score_question(one_item, case.answer, judge, mode=profile, judge_runs=judge_runs)  # type: ignore[arg-type]
+    scored = score_question(one_item, case.answer, judge, mode=profile, judge_runs=judge_runs)
     item = scored.items[0]
     return CaseVerdict(case_id=case.id, judged_pass=passes(item.score, CALIBRATION_PASS), score=item.score,
                        reason=item.reason, flags=list(scored.flags), calls=scored.judge_calls)

@@ -60,6 +60,7 @@ class JudgeModel(Protocol):
         messages: list[dict[str, str]],
         max_tokens: int | None = None,
         response_format: Any = None,
+        repeat: int = 0,
         accept: Callable[[str | None], bool] | None = None,
     ) -> JudgeReply: ...
 
@@ -123,7 +124,7 @@ def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: 
     extra["accept"] = lambda text: text is not None and parses(text)
 
     def ask(cap: int) -> JudgeReply:
-        return judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=cap, **extra)  # type: ignore[call-arg]
+        return judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=cap, **extra)
 
     result = ask(max_tokens)
     calls = 1

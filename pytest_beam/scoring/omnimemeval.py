@@ -69,7 +69,8 @@ def read_judge_number(reply: str) -> tuple[float | None, str | None]:
         data = None
     value = data.get("score") if isinstance(data, dict) else None
     # Only a JSON number counts, as in OmniMemEval's pattern (a quoted "0.5" does not match there).
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+    if (isinstance(data, dict) and isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value)):
         reason = data.get("reason")
         return float(value), reason if isinstance(reason, str) else (None if reason is None else json.dumps(reason))
     loose = _LOOSE_SCORE.search(reply)

@@ -10,6 +10,7 @@ profile is an object that carries its rules (``beam_profiles.py``: ``default`` a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from functools import partial
 from typing import ClassVar
 
 from ..data.records import ProbingQuestion
@@ -52,7 +53,7 @@ class ScoringProfile(ABC):
         calls = 0
         for rubric_item in question.rubric:
             item, item_flags, item_calls = judge_repeatedly(
-                lambda r, ri=rubric_item: self.judge_item(question.question, ri, answer, judge, r), judge_runs)
+                partial(self.judge_item, question.question, rubric_item, answer, judge), judge_runs)
             items.append(item)
             flags |= item_flags
             calls += item_calls

@@ -156,7 +156,7 @@ def run_read(
         raise ValueError("max_rows must be >= 0")
 
     @neo4j.unit_of_work(timeout=timeout_s)
-    def work(tx: neo4j.ManagedTransaction) -> ReadResult:
+    def work(tx: neo4j.ManagedTransaction | neo4j.Transaction) -> ReadResult:  # retried or not
         if plan_check is not None:
             planned = tx.run("EXPLAIN " + cypher, dict(params or {})).consume()
             reason = plan_check(plan_steps(planned.plan), planned.query_type or "")

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..files import disk_full, disk_full_text, file_lock
 from . import _process
@@ -39,6 +40,9 @@ from .local_install import (
     tail_text,
 )
 from .local_readiness import DISK_HINT, PortTaken, server_log_tail, wait_ready
+
+if TYPE_CHECKING:
+    from .jvm_startup import ClassDataArchive
 
 # The jars on Neo4j 5.26.30's class path come to about 128 MB (213 files, measured from a
 # resolved classpath.txt); what Maven downloads into ~/.m2 with their poms is a little more.
@@ -167,7 +171,7 @@ class LocalNeo4jService(Neo4jService):
         self.process: subprocess.Popen | None = None
         self.startup_s: float | None = None
         self._final_tail = ""
-        self._archive = None  # jvm_startup.ClassDataArchive of the running JVM
+        self._archive: ClassDataArchive | None = None  # of the running JVM
 
     # -- paths
     @property
@@ -270,8 +274,8 @@ class LocalNeo4jService(Neo4jService):
         if p.fast_start:
             from .jvm_startup import class_data_archive
 
-            self._archive = class_data_archive(java, classpath, options, p.startup_dir)
-            archive_options = self._archive.options
+            archive = self._archive = class_data_archive(java, classpath, options, p.startup_dir)
+            archive_options = archive.options
         args = [
             java,
             f"-Xmx{p.heap}",

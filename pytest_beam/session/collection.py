@@ -11,6 +11,8 @@ from . import suite
 from .state import BeamSession
 
 if TYPE_CHECKING:
+    from _pytest.mark.structures import ParameterSet  # what pytest.param returns; not exported
+
     from ..data.records import ProbingQuestion
 
 SUITE_NODEID = "beam"
@@ -65,7 +67,7 @@ def parametrize(session: BeamSession, metafunc: pytest.Metafunc) -> None:
                              indirect=["beam_conversation"], scope="session")
 
 
-def question_params(session: BeamSession) -> list[object]:
+def question_params(session: BeamSession) -> list[ParameterSet]:
     """One parameter per (system, question), systems outermost in their selected order."""
     from ..data.sets import lite_spec
     from .selection import SystemRun, bare_ids, param_id
@@ -73,7 +75,7 @@ def question_params(session: BeamSession) -> list[object]:
     assert session.bench_set is not None
     lite_ids = set(lite_spec()["questions"])
     bare = bare_ids(session.systems)
-    params = []
+    params: list[ParameterSet] = []
     for system in session.systems:
         for q in session.bench_set.questions:
             # the conversation is the xdist group whatever the system: its data loads once per worker
@@ -100,8 +102,9 @@ def order_items(items: list[pytest.Item]) -> None:
     conversation between them. In parameter order each (system, conversation) run is contiguous:
     one instance, ingested once, closed after its last question. Other items keep their places.
     """
-    slots = [n for n, item in enumerate(items) if _suite_index(item) is not None]
-    ordered = sorted((items[n] for n in slots), key=_suite_index)  # type: ignore[arg-type,return-value]
+    keyed = [(index, n) for n, item in enumerate(items) if (index := _suite_index(item)) is not None]
+    slots = [n for _, n in keyed]
+    ordered = [items[n] for _, n in sorted(keyed, key=lambda pair: pair[0])]  # stable: equal indexes keep their order
     for n, item in zip(slots, ordered):
         items[n] = item
 
@@ -119,10 +122,17 @@ def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
 
 def selected_pairs(pytest_session: pytest.Session) -> list[tuple[str, ProbingQuestion]]:
     """(system name, question) of every selected item, in item order."""
-    return [(item.callspec.params["beam_conversation"].system, item.callspec.params["beam_question"])
-            for item in pytest_session.items
-            if isinstance(item, pytest.Function) and hasattr(item, "callspec")
-            and "beam_question" in item.callspec.params]
+    from ..data.records import ProbingQuestion
+    from .selection import SystemRun
+
+    pairs: list[tuple[str, ProbingQuestion]] = []
+    for item in pytest_session.items:
+        if not (isinstance(item, pytest.Function) and hasattr(item, "callspec")):
+            continue
+        run, question = item.callspec.params.get("beam_conversation"), item.callspec.params.get("beam_question")
+        if isinstance(run, SystemRun) and isinstance(question, ProbingQuestion):
+            pairs.append((run.system, question))
+    return pairs
 
 
 DRY_RUN_LINE = "pytest-beam: dry run: no model called and no service started"

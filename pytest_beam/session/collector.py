@@ -228,9 +228,9 @@ class RunCollector:
                 terminalreporter.write_line("    " + line)
         if self.record_path is not None:
             terminalreporter.write_line(f"record: {self.record_path}")
-        for line in (self.write_line, self.cap_line):
-            if line:
-                terminalreporter.write_line(line, red=True, bold=True)
+        for warning in (self.write_line, self.cap_line):
+            if warning:
+                terminalreporter.write_line(warning, red=True, bold=True)
 
 
 class ResultError(ValueError):

@@ -105,12 +105,12 @@ def open_session(config: pytest.Config) -> BeamSession | None:
         else:
             from ..llm import Cassette
 
-            session.record_mode = Cassette.prepare(settings.cassette, settings.record_mode,
+            session.record_mode = Cassette.prepare(settings.cassette_file(), settings.record_mode,
                                                    recorded_settings(settings), question_set(settings))
             if session.record_mode == "none":  # replaying: a cassette that holds nothing stops the run
                 from ..llm.cassette import replay_problem
 
-                problem = replay_problem(settings.cassette)
+                problem = replay_problem(settings.cassette_file())
                 if problem:
                     raise SettingsError(problem)
     config.stash[STASH_KEY] = session

@@ -165,7 +165,7 @@ class RunEndpoint:
         if (settings.dry_run or record_mode == "none" or getattr(option, "collectonly", False)
                 or getattr(option, "showfixtures", False) or getattr(option, "show_fixtures_per_test", False)):
             return settings
-        if not wants_embedded(settings):
+        if not wants_embedded(settings) and settings.base_url:  # not embedded: a base URL is set
             preflight(settings.base_url, settings.api_key)
             return settings
         from ..llm import embedded

@@ -13,14 +13,29 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
     from ..data.sets import BenchmarkSet
     from ..settings import Settings
 
-ASSUMPTIONS = {
+
+class Assumptions(TypedDict):
+    """What the estimate assumes: two ratios, the rest whole counts of steps and tokens."""
+
+    extraction_completion_ratio: float
+    resolution_calls_per_chunk: float
+    resolution_prompt_tokens: int
+    resolution_completion_tokens: int
+    agent_steps: int
+    tool_result_tokens: int
+    agent_completion_tokens: int
+    answer_tokens: int
+    judge_completion_tokens: int
+
+
+ASSUMPTIONS: Assumptions = {
     "extraction_completion_ratio": 0.35,  # completion tokens per chunk token (entities + statements)
     "resolution_calls_per_chunk": 0.45,  # batched resolution and update decisions (bench/ingest_cost.py: 0.43-0.45)
     "resolution_prompt_tokens": 550,
@@ -94,9 +109,9 @@ def _tokens(text: str) -> int:
 
 def _agent_prompt_tokens() -> int:
     from ..memory.prompts_agent import SYSTEM_PROMPT
-    from ..memory.tools import ToolBox
+    from ..memory.tools import openai_tools
 
-    specs = ToolBox(driver=None, database="neo4j").specs()
+    specs = openai_tools()
     return _tokens(SYSTEM_PROMPT) + _tokens(json.dumps(specs))
 
 

@@ -45,13 +45,12 @@ def estimate_baseline(system: str, bench_set: BenchmarkSet, questions: list[Prob
     for cid, qs in sorted(by_conv.items(), key=lambda kv: int(kv[0])):
         messages = chat_messages(bench_set.documents[cid])
         estimate.chunks[cid] = 0  # no ingest call
-        index = by_id = None
+        index = None
         if system == "bm25":
             from ..systems.bm25 import BM25Index
 
             index = BM25Index([m.text for m in messages])
-        if system == "gold-evidence":
-            by_id = {m.id: m for m in messages}
+        by_id = {m.id: m for m in messages} if system == "gold-evidence" else {}
         sep = count_tokens(SEPARATOR)
         costs = [count_tokens(render_message(m)) + sep for m in reversed(messages)]  # newest first, once
         mean_tokens = sum(costs) / max(len(costs), 1)
@@ -63,7 +62,7 @@ def estimate_baseline(system: str, bench_set: BenchmarkSet, questions: list[Prob
             elif system == "gold-evidence":
                 sources = [by_id[i] for i in sorted(set(q.source_message_ids)) if i in by_id]
                 context = fit_to_budget(sources, q.question, budget).context_tokens
-            elif system == "bm25":
+            elif index is not None:  # bm25
                 context = fit_to_budget([messages[i] for i, _ in index.rank(q.question, k)], q.question,
                                         budget).context_tokens
             else:  # dense: k messages of mean length (ranking needs the embedder)

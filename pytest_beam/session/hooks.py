@@ -16,6 +16,8 @@ from .progress import show_line
 from .state import BeamSession
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from xdist.workermanage import WorkerController
 
     from ..system import MemorySystem, SystemContext
@@ -82,7 +84,8 @@ class BeamSessionPlugin:
         collection.parametrize(self.session, metafunc)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]):  # type: ignore[no-untyped-def]
+    def pytest_collection_modifyitems(self, session: pytest.Session,
+                                      items: list[pytest.Item]) -> Generator[None, None, None]:
         """The suite's items go in before every other implementation; after them all (pytest's
         fixture reordering included) they are put back in (system, conversation, question) order."""
         collection.add_question_items(self.session, session, items)

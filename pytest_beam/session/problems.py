@@ -60,9 +60,10 @@ def shorten(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestR
         return
     line = f"{type(exc).__name__}: {problem_line(exc)}"  # the type stays: the record's error is filtered on it
     longrepr = call.excinfo.getrepr(style="value", chain=False)
-    longrepr.reprtraceback.reprentries[-1].lines[:] = [line]
+    longrepr.reprtraceback.reprentries[-1].lines = [line]
     longrepr.reprtraceback.extraline = None
-    longrepr.reprcrash.message = line  # what -rE / -ra print after the node id
+    if longrepr.reprcrash is not None:  # always there for a raised exception
+        longrepr.reprcrash.message = line  # what -rE / -ra print after the node id
     report.longrepr = longrepr
     setattr(report, ATTRIBUTE, line)
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..llm import Meter, ModelClient
     from ..llm.relay import ModelRelay
     from ..scoring import QuestionScore
+    from ..scoring.names import ProfileName
     from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
     from .state import BeamSession
 
@@ -114,6 +115,9 @@ class Runtime:
 
             s = self.settings
             roles = s.role_models()
+            agent = roles["agent"]
+            if agent is None:  # unreachable: without a model collection skips every question
+                raise RuntimeError("pytest-beam: no model is set (--beam-model), so there is no model client")
             budget: Budget | None = None
             if s.max_calls is not None or s.max_tokens is not None:
                 budget = FileBudget.in_run_dir(self.session.run_dir, max_calls=s.max_calls, max_tokens=s.max_tokens)
@@ -121,12 +125,12 @@ class Runtime:
             if s.record_mode != "off":
                 from ..settings import question_set, recorded_settings
 
-                cassette = Cassette(s.cassette, mode=self.session.record_mode, settings=recorded_settings(s),
+                cassette = Cassette(s.cassette_file(), mode=self.session.record_mode, settings=recorded_settings(s),
                                     questions=question_set(s))
             self._models = ModelClient(
                 EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
                                max_retries=s.max_retries, concurrency=s.concurrency, identity=s.endpoint_identity),
-                RoleModels(agent=roles["agent"], extraction=roles["extraction"],
+                RoleModels(agent=agent, extraction=roles["extraction"],
                            resolution=roles["resolution"], judge=roles["judge"]),
                 meter=Meter(journal=UsageJournal(usage_journal(self.session.run_dir, self.session.process_name))),
                 cache=ResponseCache(s.cache) if s.cache else None,
@@ -208,7 +212,7 @@ class Runtime:
             service = self._provider.create(service_name or f"conv{conversation_id}")
             self.services[conversation_id] = service
             self.connections[conversation_id] = service.start()
-            self.session.collector.note_service(conversation_id, self._provider.name)
+            self.session.require_collector().note_service(conversation_id, self._provider.name)
         return self.connections[conversation_id]
 
     # ------------------------------------------------------------ conversations
@@ -231,7 +235,7 @@ class Runtime:
         if system_name in MEASUREMENT_AIDS:  # registry names only: a conftest's name can never claim it
             from ..systems.gold_evidence import gold_evidence_lookup
 
-            gold = gold_evidence_lookup(q for q in self.session.bench_set.questions
+            gold = gold_evidence_lookup(q for q in self.session.require_bench_set().questions
                                         if q.conversation_id == conversation_id)
         return SystemContext(
             conversation_id=conversation_id, models=self.models, settings=self.settings, work_dir=work,
@@ -250,11 +254,11 @@ class Runtime:
         system = self.session.config.hook.pytest_beam_make_system(context=context)
         if system is None:
             raise RuntimeError(f"no pytest_beam_make_system implementation returned a system for {system_name!r}")
-        documents = list(self.session.bench_set.documents[conversation_id])
+        documents = list(self.session.require_bench_set().documents[conversation_id])
         before = self.meter.snapshot()
         from ..data.ids import conversation_label
 
-        tier = self.session.bench_set.tier
+        tier = self.session.require_bench_set().tier
         self.trace.context = {"conversation": conversation_label(tier, conversation_id), "phase": "ingest",
                               "system": system_name}
         started = time.monotonic()
@@ -262,7 +266,7 @@ class Runtime:
             report = system.ingest(documents)
         except BaseException as exc:  # Ctrl-C included: the time and the calls it took are kept
             if not isinstance(exc, pytest.skip.Exception):  # a system that skips has not failed
-                self.session.collector.add_failed_ingest(key, time.monotonic() - started,
+                self.session.require_collector().add_failed_ingest(key, time.monotonic() - started,
                                                          _usage_dict(self.meter.since(before)), _failure_line(exc))
             if isinstance(exc, Exception) and _is_budget(exc):
                 self.cap_reason = str(exc)
@@ -274,7 +278,7 @@ class Runtime:
             self.trace.context = {}
         report.seconds = report.seconds or (time.monotonic() - started)
         usage = _usage_dict(self.meter.since(before))
-        self.session.collector.add_ingest(key, report, usage)
+        self.session.require_collector().add_ingest(key, report, usage)
         run = ConversationRun(conversation_id, system, report, usage, system_name)
         self.conversations[key] = run
         return run
@@ -347,7 +351,7 @@ class Runtime:
         return Outcome(question, answer, score, usage, seconds, recall, system_name)
 
 
-def unjudged(question: ProbingQuestion, mode: str) -> QuestionScore:
+def unjudged(question: ProbingQuestion, mode: ProfileName) -> QuestionScore:
     """The score of a question the agent did not answer (step limit, timeout): 0, no judge call."""
     from ..scoring import QuestionScore
 

@@ -50,6 +50,18 @@ class BeamSession:
         """This process's name in the run folder's per-process files."""
         return self.worker_id or "main"
 
+    def require_bench_set(self) -> BenchmarkSet:
+        """The question set, which collection loads before any question (or its runtime) runs."""
+        if self.bench_set is None:
+            raise RuntimeError("pytest-beam: the question set is not loaded yet (it is, at collection)")
+        return self.bench_set
+
+    def require_collector(self) -> RunCollector:
+        """The run's collector, which the session plugin makes at session start."""
+        if self.collector is None:
+            raise RuntimeError("pytest-beam: the run's collector is not made yet (it is, at session start)")
+        return self.collector
+
     def get_runtime(self) -> Runtime:
         """This process's live parts, built on first use (no JVM or openai before a question runs)."""
         if self.runtime is None:

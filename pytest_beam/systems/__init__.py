@@ -13,12 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..system import MemorySystem, SystemContext
 
 Factory = Callable[["SystemContext"], "MemorySystem"]
+
+
+class SystemClass(Protocol):
+    """A registered class: made from the conversation's context; says whether it is a measurement aid."""
+
+    measurement_aid: bool
+
+    def __call__(self, context: SystemContext) -> MemorySystem: ...
+
 
 # name -> (module, class); the modules are imported on first use
 _ENTRIES: dict[str, tuple[str, str]] = {
@@ -72,9 +81,10 @@ def _check(name: str) -> tuple[str, str]:
         raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(_ENTRIES)}") from None
 
 
-def system_class(name: str) -> type[MemorySystem]:
+def system_class(name: str) -> SystemClass:
     module, attr = _check(name)
-    return getattr(import_module(module), attr)
+    cls: SystemClass = getattr(import_module(module), attr)
+    return cls
 
 
 def is_measurement_aid(name: str) -> bool:

@@ -16,16 +16,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens
-from ..system import SystemAnswer, SystemContext
+from ..system import ModelStep, SystemAnswer, SystemContext
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
 
-ANSWER_ROLE = "agent"  # metered and capped as the answering phase, like the built-in agent
+ANSWER_ROLE: Final = "agent"  # metered and capped as the answering phase, like the built-in agent
 ANSWER_MAX_TOKENS = 1024
 DEFAULT_CONTEXT_TOKENS = 120_000
 DEFAULT_TOP_K = 10
@@ -144,7 +144,7 @@ def answer_from_messages(models: ModelClient, question: SystemQuestion, candidat
     reply = models.chat(role=ANSWER_ROLE, messages=build_prompt(fitted.messages, question.question),
                         max_tokens=ANSWER_MAX_TOKENS)
     text = (reply.text or "").strip()
-    step: dict[str, Any] = {"type": "model", "step": 1, "mode": "plain", "text": text, "tool_calls": [],
+    step: ModelStep = {"type": "model", "step": 1, "mode": "plain", "text": text, "tool_calls": [],
                             "finish_reason": reply.finish_reason, "final": True}
     if hasattr(reply.usage, "to_dict"):
         step["usage"] = reply.usage.to_dict()

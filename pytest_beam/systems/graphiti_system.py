@@ -32,7 +32,7 @@ from ..data.records import Document, SystemQuestion
 from ..llm.relay import LIBRARY_CLIENT_OPTIONS
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
-from .recalled import Recalled, Turn, answer_from_recalled, turns
+from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, turns
 
 GROUP_ID = "beam"
 ROLE = "extraction"  # the harness role Graphiti's own model calls are sent and capped as
@@ -89,7 +89,7 @@ class GraphitiSystem(MemorySystem):
     def _run(self, what: str, coroutine: Any) -> Any:
         """Run one Graphiti coroutine on this system's loop; a failure the relay kept (cap, cassette
         miss, endpoint) is raised as itself, any other as a RuntimeError naming the step."""
-        relay = self.context.relay()
+        relay = harness_relay(self.context)
         if self.loop is None:
             self.loop = asyncio.new_event_loop()
         try:
@@ -111,7 +111,7 @@ class GraphitiSystem(MemorySystem):
         except ImportError as exc:
             raise RuntimeError(f"--beam-system=graphiti needs the graphiti-core package: {INSTALL_HINT} "
                                f"({exc})") from None
-        relay = self.context.relay()
+        relay = harness_relay(self.context)
         relay.cap_completion(self.system_name, MAX_TOKENS)  # its per-call maxima go up to 16,384
         url = relay.base_url(self.system_name, ROLE)
         model = self.context.models.models.for_role(ROLE)

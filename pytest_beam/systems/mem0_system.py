@@ -35,7 +35,7 @@ from ..data.records import Document, SystemQuestion
 from ..llm.relay import LIBRARY_CLIENT_OPTIONS
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
-from .recalled import Recalled, Turn, answer_from_recalled, turns
+from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, turns
 
 USER_ID = "beam-user"
 ROLE = "extraction"  # the harness role Mem0's own model calls are sent and capped as
@@ -120,7 +120,7 @@ class Mem0System(MemorySystem):
 
     def _build(self) -> Any:
         main = _import_mem0()
-        relay = self.context.relay()
+        relay = harness_relay(self.context)
         work = self.context.work_dir / "mem0"
         work.mkdir(parents=True, exist_ok=True)
         url = relay.base_url(self.system_name, ROLE)
@@ -144,7 +144,7 @@ class Mem0System(MemorySystem):
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run a Mem0 call; a failure the relay kept (cap, cassette miss, endpoint) is raised as itself."""
-        relay = self.context.relay()
+        relay = harness_relay(self.context)
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
@@ -161,7 +161,8 @@ class Mem0System(MemorySystem):
         calls = windows(chat)
         for window in calls:
             first = window[0]
-            metadata = {"message_ids": [t.id for t in window], "session": first.session,
+            ids = [t.id for t in window]
+            metadata = {"message_ids": ids, "session": first.session,
                         "session_date": first.date.isoformat() if first.date else None}
             if first.date is not None:
                 metadata["created_at"] = dt.datetime.combine(first.date, dt.time(), dt.UTC).isoformat()
@@ -171,7 +172,7 @@ class Mem0System(MemorySystem):
                 result = self._call("add", self.memory.add, messages, user_id=USER_ID, metadata=metadata)
             for item in (result or {}).get("results", []):
                 if item.get("id"):
-                    self.sources[str(item["id"])] = tuple(metadata["message_ids"])
+                    self.sources[str(item["id"])] = tuple(ids)
                     added += 1
         return IngestReport(cache_hit=False, chunks=len(calls), empty_extractions=0,
                             entities_by_type={"Memory": added},

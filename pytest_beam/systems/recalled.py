@@ -17,11 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens
-from ..system import SystemAnswer
+from ..system import ModelStep, SystemAnswer, SystemContext
 from .answering import ANSWER_MAX_TOKENS, ANSWER_ROLE, FLAG_NO_ANSWER, SEPARATOR
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
+    from ..llm.relay import ModelRelay
+
+def harness_relay(context: SystemContext) -> ModelRelay:
+    """The harness's model relay, which an outside system's library calls its models through."""
+    if context.relay is None:
+        raise RuntimeError(f"{context.system_name}: the harness lent no model relay (SystemContext.relay)")
+    return context.relay()
+
 
 INSTRUCTIONS = """\
 You are answering a question about an earlier conversation between a user and an AI assistant.
@@ -100,7 +108,7 @@ def answer_from_recalled(models: ModelClient, question: SystemQuestion, memories
     }
     reply = models.chat(role=ANSWER_ROLE, messages=prompt, max_tokens=ANSWER_MAX_TOKENS)
     text = (reply.text or "").strip()
-    step: dict[str, Any] = {"type": "model", "step": 1, "mode": "plain", "text": text, "tool_calls": [],
+    step: ModelStep = {"type": "model", "step": 1, "mode": "plain", "text": text, "tool_calls": [],
                             "finish_reason": reply.finish_reason, "final": True}
     if hasattr(reply.usage, "to_dict"):
         step["usage"] = reply.usage.to_dict()

@@ -181,3 +181,16 @@ def test_the_dry_run_names_the_tier_and_its_conversations(pytester, beam_data_di
     # (on by default when the judge is the embedded model)
     assert total.split()[1] == "4,918"
     assert any(line.startswith("judge check") and line.split()[2] == "24" for line in result.outlines), text[-800:]
+
+
+@pytest.mark.parametrize(("numbers", "said"), [
+    (["1", "2", "5", "11", "12", "13"], "1, 2, 5, 11-13"),
+    (["9", "7", "8", "20"], "7-9, 20"),
+    (["4", "5"], "4, 5"),
+    (["3"], "3"),
+    ([], ""),
+])
+def test_conversation_numbers_are_said_as_short_ranges(numbers, said):
+    from pytest_beam.data.tiers import ranges
+
+    assert ranges(numbers) == said

@@ -47,6 +47,7 @@ def _recorded(model_server, make_client, path):
 
 @pytest.mark.parametrize(("broken", "why"), [
     ('{"fp": "abc", "i": 0, "body": "trunc', "not JSON"),
+    ("1" * 5000, "not JSON"),  # json's ValueError that is no JSONDecodeError (it has no .msg)
     ("[1, 2, 3]", "not a JSON object"),
     ('{"i": 0, "body": "{}"}', "fp"),
     ('{"fp": "abc", "i": "first", "body": "{}"}', "i"),
@@ -75,3 +76,16 @@ def test_a_well_formed_cassette_and_blank_lines_still_load(model_server, make_cl
 def test_the_committed_cassette_loads(repo_root):
     cassette = Cassette(repo_root / "fixtures" / "cassettes" / "lite-qwen.jsonl", "none")
     assert len(cassette) > 0
+
+
+def test_a_first_line_json_refuses_without_a_decode_error_is_a_replay_problem(tmp_path):
+    """json raises a plain ValueError (no ``.msg``) for an integer over Python's digit limit:
+    still one line naming the cassette, not an AttributeError."""
+    from pytest_beam.llm.cassette import replay_problem
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("1" * 5000 + "\n", encoding="utf-8")
+    problem = replay_problem(path)
+    assert problem is not None
+    assert problem.startswith(f"cassette {path}:1 is not JSON (Exceeds the limit (4300 digits)")
+    assert problem.endswith("): not a pytest-beam cassette")

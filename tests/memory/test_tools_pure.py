@@ -13,7 +13,7 @@ from pytest_beam.memory.search import rrf_fuse
 from pytest_beam.memory.search_fulltext import escape_lucene, fulltext_query
 from pytest_beam.memory.search_hits import SearchHit
 from pytest_beam.memory.tool_render import bounded as _bounded
-from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut
+from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut, openai_tools
 
 
 def test_escape_lucene_escapes_every_special_character():
@@ -97,8 +97,9 @@ def test_tool_specs_are_openai_tools_with_schemas():
         assert len(fn["description"]) > 40
         assert fn["parameters"]["type"] == "object"
         assert set(fn["parameters"].get("required", [])) <= set(fn["parameters"]["properties"])
-    # the specs (part of every request) are stable
+    # the specs (part of every request) are stable, and listed the same with no graph (the dry run's estimate)
     assert json.dumps(specs, sort_keys=True) == json.dumps(ToolBox(None, "y").specs(), sort_keys=True)
+    assert json.dumps(openai_tools(), sort_keys=True) == json.dumps(specs, sort_keys=True)
 
 
 def test_tool_argument_errors_come_back_as_text():
@@ -147,3 +148,14 @@ def test_the_first_json_action_must_call_a_tool():
         FirstAgentAction.model_validate({"tool": None, "arguments": None})
     first = FirstAgentAction.model_validate({"tool": "hybrid_search", "arguments": {"query": "x"}})
     assert first.as_action() == AgentAction(tool="hybrid_search", arguments={"query": "x"})
+
+
+def test_a_null_integer_argument_takes_its_default():
+    """A small model writes ``"limit": null``: that is the default, not None passed on to the
+    search (where ``DEFAULT_DEPTH_FACTOR * None`` raised TypeError and errored the question)."""
+    from pytest_beam.memory.tool_specs import arg_int
+
+    assert arg_int({"limit": None}, "limit", 10, 1, 50) == 10
+    assert arg_int({}, "limit", 10, 1, 50) == 10
+    assert arg_int({"limit": "99"}, "limit", 10, 1, 50) == 50
+    assert arg_int({"session": None}, "session", None, 0, 9) is None
