@@ -20,6 +20,7 @@ from .graph_schema import RULE_TYPES, STATEMENT_TYPES
 from .names import lookup_forms
 from .search import PER_SESSION, fulltext_search, hybrid_search, session_user_turns, topic_by_session
 from .search_hits import Embedder, SearchHit, id_key, iso, read_graph
+from .tool_queries import ENTITY_MATCH, STATEMENT_PROJECTION
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
 from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
 
@@ -48,31 +49,6 @@ class ToolLimits:
 
 
 # --- the tools --------------------------------------------------------------------------------
-
-_STATEMENT_PROJECTION = """
-RETURN s.id AS id, s.text AS text, s.superseded AS superseded,
-       s.superseded_in_session AS superseded_in_session, s.session AS node_session,
-       [l IN labels(s) WHERE l IN $stypes][0] AS type,
-       [(s)-[:STATED_IN]->(ss:Session) | [ss.number, ss.date]] AS sessions,
-       [(s)-[:FROM_MESSAGE]->(m:Message) | [m.order, m.id]] AS sources,
-       [(s)-[:SUPERSEDES]->(o:Statement) | o.id] AS supersedes,
-       [(n:Statement)-[:SUPERSEDES]->(s) | n.id] AS superseded_by,
-       [(s)-[:CONTRADICTS]-(c:Statement) | c.id] AS contradicts,
-       [(s)-[:ABOUT]->(x:Entity) | x.name] AS about,
-       [(s)-[:TRIGGERED_BY]->(t:Topic) | t.name] AS triggers
-"""
-
-_ENTITY_MATCH = """
-MATCH (e:Entity)
-WHERE e.norm_name IN $norms OR toLower(e.name) = $lower OR toLower(e.name) CONTAINS $lower
-   OR (e.norm_name IS NOT NULL AND e.norm_name CONTAINS $norm AND size($norm) >= 3)
-WITH e, CASE WHEN e.norm_name IN $norms OR toLower(e.name) = $lower THEN 0 ELSE 1 END AS exact
-RETURN e.id AS id, e.name AS name, e.summary AS summary, e.date AS date,
-       [l IN labels(e) WHERE l <> 'Entity'][0] AS type, exact
-ORDER BY exact, size(e.name), e.name, e.id
-LIMIT $limit
-"""
-
 
 def openai_tools(limits: ToolLimits | None = None) -> list[dict[str, Any]]:
     """The tools as the agent is sent them (OpenAI ``tools`` format): no graph needed to list them."""
@@ -153,7 +129,7 @@ class ToolBox:
 
     def _match_entities(self, name: str, limit: int) -> list[dict[str, Any]]:
         norms = lookup_forms(name)
-        rows = self._read(_ENTITY_MATCH, {"norms": norms, "norm": norms[0], "lower": name.lower(),
+        rows = self._read(ENTITY_MATCH, {"norms": norms, "norm": norms[0], "lower": name.lower(),
                                           "limit": int(limit)})
         return [dict(r) for r in rows]
 
@@ -182,7 +158,7 @@ class ToolBox:
                 id_key(item.get("statement_id") or item.get("event_id") or ""))
 
     def _statements(self, where: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        cypher = f"MATCH (s:Statement) WHERE {where} WITH DISTINCT s" + _STATEMENT_PROJECTION
+        cypher = f"MATCH (s:Statement) WHERE {where} WITH DISTINCT s" + STATEMENT_PROJECTION
         rows = self._read(cypher, {**params, "stypes": list(STATEMENT_TYPES)})
         items = [self._statement_item(r) for r in rows]
         items.sort(key=self._chrono_key)
