@@ -36,6 +36,7 @@ from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, turns
 
 GROUP_ID = "beam"
 ROLE = "extraction"  # the harness role Graphiti's own model calls are sent and capped as
+GRAPHITI_TRIES = 4  # graphiti_core's LLMClient: tenacity, stop_after_attempt(4), for a reply that is not JSON
 MAX_TOKENS = 2048  # per Graphiti call: its default (16k) is the embedded model's whole context
 INSTALL_HINT = "pip install 'pytest-beam[graphiti]'"
 UNDATED = dt.date(2000, 1, 1)  # only for a chat whose first sessions carry no date (BEAM's do)
@@ -53,6 +54,18 @@ def episode_times(chat: list[Turn]) -> tuple[list[dt.datetime], int]:
         day = dt.datetime.combine(date or UNDATED, dt.time(), dt.UTC)
         times.append(day + dt.timedelta(seconds=i))
     return times, undated
+
+
+def _unusable_reply(exc: BaseException) -> bool:
+    """Graphiti gave up on what the model wrote, after its own tries: not JSON (a reply cut at the
+    completion cap), not its schema, empty or a refusal. Nothing of that episode was written (Graphiti
+    saves an episode's nodes and edges together, last)."""
+    import json
+
+    from graphiti_core.llm_client.errors import EmptyResponseError, RefusalError
+    from pydantic import ValidationError
+
+    return isinstance(exc, json.JSONDecodeError | ValidationError | EmptyResponseError | RefusalError)
 
 
 def _refusing_cross_encoder() -> Any:
@@ -86,9 +99,11 @@ class GraphitiSystem(MemorySystem):
     def system_name(self) -> str:
         return self.context.system_name or self.name
 
-    def _run(self, what: str, coroutine: Any) -> Any:
+    def _run(self, what: str, coroutine: Any, *, unusable: list[str] | None = None) -> Any:
         """Run one Graphiti coroutine on this system's loop; a failure the relay kept (cap, cassette
-        miss, endpoint) is raised as itself, any other as a RuntimeError naming the step."""
+        miss, endpoint) is raised as itself, any other as a RuntimeError naming the step. With
+        ``unusable``, a step Graphiti gave up on because of what the model wrote returns None and
+        the cause is appended there instead."""
         relay = harness_relay(self.context)
         if self.loop is None:
             self.loop = asyncio.new_event_loop()
@@ -96,6 +111,9 @@ class GraphitiSystem(MemorySystem):
             result = self.loop.run_until_complete(coroutine)
         except Exception as exc:
             relay.raise_failure(self.system_name, exc)
+            if unusable is not None and _unusable_reply(exc):
+                unusable.append(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}")
+                return None
             raise RuntimeError(f"graphiti {what} failed: {type(exc).__name__}: {exc}") from exc
         relay.raise_failure(self.system_name)  # Graphiti logged and went on: the harness does not
         return result
@@ -145,18 +163,27 @@ class GraphitiSystem(MemorySystem):
         chat = turns(documents)
         times, undated = episode_times(chat)
         edges = nodes = 0
+        lost: list[str] = []
         for turn, when in zip(chat, times):
+            cause: list[str] = []
             result = self._run(f"add_episode (message {turn.id})", self.graphiti.add_episode(
                 name=f"message {turn.id}", episode_body=f"{turn.role}: {turn.text}", source=EpisodeType.message,
-                source_description=f"chat message, session {turn.session}", reference_time=when, group_id=GROUP_ID))
+                source_description=f"chat message, session {turn.session}", reference_time=when, group_id=GROUP_ID),
+                unusable=cause)
+            if result is None:  # as the built-in counts a chunk whose reply fails its schema: empty, and said
+                lost.append(f"graphiti: message {turn.id} left out: the model's reply was unusable after "
+                            f"Graphiti's {GRAPHITI_TRIES} tries ({cause[0]}); nothing of it is in the graph")
+                continue
             self.episodes[result.episode.uuid] = turn
             edges += len(result.edges)
             nodes += len(result.nodes)
-        notes = [f"graphiti: {len(chat)} messages as {len(chat)} episodes gave {nodes} entity mentions and "
+        notes = [f"graphiti: {len(chat)} messages as {len(chat) - len(lost)} episodes gave {nodes} entity mentions and "
                  f"{edges} facts (Neo4j of this conversation, model calls through the relay, no cross-encoder)"]
         if undated:
             notes.append(f"graphiti: {undated} messages had no session date and took the previous session's")
-        return IngestReport(cache_hit=False, chunks=len(chat), entities_by_type={"Entity": nodes},
+        notes.extend(lost)
+        return IngestReport(cache_hit=False, chunks=len(chat), empty_extractions=len(lost),
+                            entities_by_type={"Entity": nodes},
                             relations_by_type={"RELATES_TO": edges}, notes=notes)
 
     def recall(self, query: str) -> list[Recalled]:

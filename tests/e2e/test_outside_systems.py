@@ -16,8 +16,9 @@ import sys
 
 import pytest
 
+from tests.e2e.scripted_beam import _schema_name, _text
 from tests.e2e.scripted_peers import PeerAwareModel
-from tests.model_server import ScriptedModelServer
+from tests.model_server import Reply, ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 SYSTEMS = ["graphrag", "mem0", "graphiti"]
@@ -74,3 +75,50 @@ def test_mem0_and_graphiti_beside_graphrag_metered_through_the_relay(tmp_path, b
     recall = {(q["system"], q["id"]): q["evidence_recall"] for q in record["questions"]}
     assert recall[("mem0", IDS[0])] == 1.0 and recall[("graphiti", IDS[0])] == 1.0
     assert recall[("mem0", IDS[1])] == 1.0 and recall[("graphiti", IDS[1])] == 0.5  # 157 is the assistant's reply
+
+
+class LoopingEdges(PeerAwareModel):
+    """Graphiti's edge extraction for one message runs to the completion cap, as the 1.5B embedded
+    model did on lite message 156 (the same five facts over and over): the reply is cut JSON."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker = marker
+        self.looped = 0
+
+    def __call__(self, body: dict) -> object:
+        text = _text(body)
+        if _schema_name(body) == "ExtractedEdges" and self.marker in text.split("<CURRENT_MESSAGE>")[-1]:
+            self.looped += 1
+            self._count("graphiti")
+            fact = '{"source_entity_name": "user", "target_entity_name": "Emma", "relation_type": "HAS", "fact": "x"}, '
+            return Reply.say('{"edges": [' + fact * 40, finish_reason="length")
+        return super().__call__(body)
+
+
+def test_graphiti_keeps_ingesting_when_the_model_s_reply_for_one_message_is_unusable(tmp_path, beam_data_dir):
+    """One message whose facts the model never finishes writing is one empty extraction, named in the
+    record with its cause; the other messages are in the graph and the questions are answered."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    model = LoopingEdges("three kids")
+    with ScriptedModelServer(responder=model) as server:
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+               "--beam-neo4j=local", "--beam-cache=off", f"--beam-results={tmp_path / 'results'}",
+               "--beam-system=graphiti", "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-pass-score=0",
+               "--beam-snapshot=off"]
+        run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=dict(os.environ))
+    out = run.stdout
+    assert run.returncode == 0, out[-5000:] + run.stderr[-3000:]
+    assert "2 passed" in out
+    assert model.looped == 4  # Graphiti's own four tries, each metered, none retried by the harness
+    [record_file] = (tmp_path / "results").glob("*/record.json")
+    record = json.loads(record_file.read_text())
+    [ingest] = record["graph"].values()
+    assert ingest["chunks"] == 3 and ingest["empty_extractions"] == 1
+    [lost] = [n for n in ingest["notes"] if "left out" in n]
+    assert lost.startswith("graphiti: message 18 left out"), lost  # "I've got three kids, ..."
+    assert "JSONDecodeError" in lost and "4 tries" in lost, lost
+    assert ingest["notes"][0].startswith("graphiti: 3 messages as 2 episodes")
+    assert ingest["relations_by_type"]["RELATES_TO"] > 0  # the other messages' facts are in the graph
+    assert record["relay"]["graphiti"]["chat"] == calls(record["usage_by_system"]["graphiti"]["graphiti extraction"])
