@@ -19,6 +19,7 @@ from .systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from .llm import ModelClient
+    from .llm.meter import UsageCounts
     from .llm.relay import ModelRelay
     from .services import Neo4jConnection
     from .settings import Settings
@@ -47,7 +48,7 @@ class ModelStep(TypedDict):
     tool_calls: list[dict[str, Any]]
     finish_reason: str | None
     final: bool  # the call that gave the answer
-    usage: NotRequired[dict[str, Any]]  # the call's Usage.to_dict(), when the client reports one
+    usage: NotRequired[UsageCounts]  # the call's Usage.to_dict(), when the client reports one
 
 
 class ToolStep(TypedDict):
