@@ -15,6 +15,7 @@ from pydantic import (
     AliasChoices,
     ConfigDict,
     Field,
+    JsonValue,
     SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationInfo,
@@ -161,7 +162,7 @@ class QuestionRecord(_Model):
                 data.pop(name, None)
         return data
 
-    def in_run_dict(self) -> dict[str, Any]:
+    def in_run_dict(self) -> dict[str, JsonValue]:
         """This result as the run carries it: the fields set so far (so whoever reads it back knows
         which ones were), run-only fields included, the trace left out (it has its own file)."""
         return self.model_dump(mode="json", exclude_unset=True, exclude={"trace"}, context=_IN_RUN)
