@@ -24,7 +24,7 @@ from .cassette import Cassette
 from .config import EMBEDDING_ROLE, ROLES, EndpointConfig, Role, RoleModels
 from .errors import CassetteMiss, ModelEndpointError, StructuredOutputError
 from .meter import Meter, Usage
-from .replies import ChatResult, StructuredResult, ToolCall, parse_chat
+from .replies import CallEvent, ChatResult, StructuredResult, ToolCall, parse_chat
 from .structured import StructuredParseError, json_schema_format, parse_structured
 from .transport import STRUCTURED_MODES, Transport, endpoint_semaphore, parse_retry_after
 from .wire import JsonObject, NamedToolChoice, ResponseFormat, ToolSpec, WireMessage, tool_name
@@ -63,7 +63,7 @@ class ModelClient:
         cache: ResponseCache | None = None,
         cassette: Cassette | None = None,
         budget: Budget | None = None,
-        trace: Callable[[dict[str, Any]], None] | None = None,
+        trace: Callable[[CallEvent], None] | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.models = models
@@ -188,7 +188,7 @@ class ModelClient:
         """Embeddings from ``/v1/embeddings``, metered under role ``"embedding"`` (no budget check)."""
         logical = {"model": model, "input": list(texts), "encoding_format": "float"}
         started = time.monotonic()
-        trace: dict[str, Any] = {"kind": "embeddings", "role": EMBEDDING_ROLE, "model": model, "inputs": len(texts)}
+        trace: CallEvent = {"kind": "embeddings", "role": EMBEDDING_ROLE, "model": model, "inputs": len(texts)}
         call = self.meter.new_call()
         try:
             got = self._obtain("embeddings", EMBEDDING_ROLE, model, logical, structured_schema=None, call=call)
@@ -257,7 +257,7 @@ class ModelClient:
             logical["max_tokens"] = max_tokens
 
         started = time.monotonic()
-        trace: dict[str, Any] = {
+        trace: CallEvent = {
             "kind": "chat",
             "role": role,
             "model": model,
@@ -359,7 +359,7 @@ class ModelClient:
             cassette.record(fp, occurrence, got.body, role=role, model=model, kind=kind)
         return got
 
-    def _emit(self, record: dict[str, Any]) -> None:
+    def _emit(self, record: CallEvent) -> None:
         if self.trace is None:
             return
         self.trace(redact_value(record, self._secrets))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Literal, Required, TypedDict
 
-from .meter import Usage
+from .meter import Usage, UsageCounts
 from .wire import JsonObject, WireMessage
 
 
@@ -21,6 +21,33 @@ class ToolCallRecord(TypedDict):
     name: str
     arguments: JsonObject
     raw_arguments: str
+
+
+class CallEvent(TypedDict, total=False):
+    """One model call as the client's ``trace`` callback gets it (chat or embeddings, answered or
+    failed, never the key); the run's trace file adds where in the run it was made."""
+
+    kind: Required[Literal["chat", "embeddings"]]
+    role: Required[str]
+    model: Required[str]
+    messages: int  # chat: how many messages were sent
+    tools: list[Any]  # chat: the tools' names (wire.tool_name)
+    response_format: str | None  # chat: the type asked for
+    fingerprint: str
+    inputs: int  # embeddings: how many texts
+    text: str | None
+    tool_calls: list[ToolCallRecord]
+    finish_reason: str | None
+    usage: UsageCounts
+    latency_s: float
+    cached: bool
+    replayed: bool
+    attempts: int
+    structured_mode: str | None
+    dimensions: int  # embeddings: of the vectors
+    error: str  # a call that failed for good
+    via: Literal["relay"]  # a call a library made through the model relay ...
+    relay_system: str  # ... for this system
 
 
 @dataclass

@@ -10,7 +10,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,11 +69,11 @@ class TraceWriter:
     def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
         self.path = path
         self.secrets = secrets
-        self.context: dict[str, Any] = {}
+        self.context: dict[str, str] = {}  # where in the run: phase, question or conversation, system
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Mapping[str, object]) -> None:
         line = json.dumps({**self.context, **event}, default=str, sort_keys=True)
         for secret in self.secrets:
             line = line.replace(secret, "***")
