@@ -9,7 +9,7 @@ test, the workers' parts and the controller run the same version, so a key nobod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from pydantic import (
     AliasChoices,
@@ -46,6 +46,14 @@ ROLES: tuple[str, ...] = (*_CHAT_ROLES, EMBEDDING_ROLE)
 KNOWN_BAD_FLAG = "known_bad_rubric"
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+
+#: A step of a question's trace as a record holds it: a ``system.TraceStep`` when this version
+#: wrote it, whatever another version or a system of its own wrote when a file is read back, so
+#: open; readers check the keys they use (``store.normalize_step``).
+RecordedStep: TypeAlias = dict[str, Any]
+#: A run's settings as a record holds them: ``settings.SettingsSnapshot`` when written, the
+#: options of whichever version wrote the file when read back (options come and go), so open.
+RecordedRunSettings: TypeAlias = dict[str, Any]
 
 #: Validation context for a record read from a file: a question's keys this version does not
 #: know (a newer version wrote them) are dropped, not refused.
@@ -136,7 +144,7 @@ class QuestionRecord(_Model):
         default=None,
         description="Tokens the system put in front of the answering model for this question (None: not measured)")
     system: str | None = Field(default=None, description="The memory system that answered (--beam-system name)")
-    trace: list[dict[str, Any]] = Field(
+    trace: list[RecordedStep] = Field(
         default_factory=list,
         description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
         "may be empty here, always present in the trace file",
@@ -235,7 +243,7 @@ class RunRecord(_Model):
     label: str | None = Field(None, description="--beam-label: the user's name for this run")
     rejudged_from: str | None = Field(None, description="The run id whose answers this record scored again")
     judge_is_agent: bool = False
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: RecordedRunSettings = Field(default_factory=dict)
     pass_score: float | None = None
     questions: list[QuestionRecord] = Field(default_factory=list)
     abilities: dict[str, AbilityStats] = Field(default_factory=dict)
