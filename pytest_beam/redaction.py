@@ -9,8 +9,12 @@ secret never keeps its value, and credentials written into a URL (``https://user
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 REDACTED = "***"
 _SECRET_NAME = re.compile(r"(api[_-]?key|secret|password|passwd|(^|_)token)$", re.IGNORECASE)
@@ -70,9 +74,10 @@ def url_credentials(url: str | None) -> tuple[str, ...]:
     return ()
 
 
-def scrub_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """A settings mapping fit to write: secret-named values hidden, URLs without credentials."""
-    out: dict[str, Any] = {}
+def scrub_settings(settings: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """A settings mapping fit to write: secret-named values hidden, URLs without credentials (a
+    record's settings, of whichever version wrote it: any JSON)."""
+    out: dict[str, JsonValue] = {}
     for key, value in settings.items():
         if isinstance(value, str) and value and _SECRET_NAME.search(str(key)):
             out[key] = "<redacted>"

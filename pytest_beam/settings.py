@@ -10,13 +10,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
 from .systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from .data.sets import Mode
+    from .llm.cassette import QuestionSet, RecordedSettings
     from .scoring.names import ProfileName
 
 MODES = ("lite", "full", "complete")
@@ -242,9 +243,9 @@ class Settings:
             "judge": self.judge_model or self.model,
         }
 
-    def public_dict(self) -> dict[str, Any]:
+    def public_dict(self) -> SettingsSnapshot:
         """Settings for the record: JSON-able, never the key."""
-        out: dict[str, Any] = {}
+        out: SettingsSnapshot = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "api_key":
@@ -255,17 +256,24 @@ class Settings:
         return out
 
 
+#: A setting's value as a record keeps it (a path as its text), and a run's settings by name as
+#: its record keeps them (:meth:`Settings.public_dict`): a key for every option of the table above
+#: (and ``api_key_set``), so the keys are as open as the table is.
+SettingValue: TypeAlias = str | int | float | bool | None
+SettingsSnapshot: TypeAlias = dict[str, SettingValue]
+
 PATH_OPTIONS = ("data", "cassette", "cache", "results")
 # Settings that shape a run's model requests or its scores: written into a cassette's header when
-# recording, and taken from it when replaying unless a flag on the command line says otherwise.
+# recording, and taken from it when replaying unless a flag on the command line says otherwise
+# (the keys of llm.cassette.RecordedSettings, the header's type).
 RECORDED_SETTINGS = ("model", "extraction_model", "resolution_model", "judge_model", "embeddings",
                      "chunk_tokens", "max_llm_pairs", "agent_steps", "tool_mode", "scorer", "judge_runs",
                      "pass_score", "judge_check")
 
 
-def recorded_settings(settings: Settings) -> dict[str, Any]:
+def recorded_settings(settings: Settings) -> RecordedSettings:
     """The cassette header's settings of a run (JSON-able)."""
-    return {name: getattr(settings, name) for name in RECORDED_SETTINGS}
+    return cast("RecordedSettings", {name: getattr(settings, name) for name in RECORDED_SETTINGS})
 
 
 # The question set a run asks (its requests are those of these questions): written into a cassette's
@@ -273,11 +281,11 @@ def recorded_settings(settings: Settings) -> dict[str, Any]:
 QUESTION_SET = ("mode", "conversations", "keep_markers")
 
 
-def question_set(settings: Settings) -> dict[str, Any]:
+def question_set(settings: Settings) -> QuestionSet:
     """The cassette header's question set of a run (JSON-able); the tier only when it is not 100K,
     so the headers of cassettes recorded before the larger tiers still read the same."""
     tier = {"tier": settings.tier} if settings.tier != "100K" else {}
-    return {**{name: getattr(settings, name) for name in QUESTION_SET}, **tier}
+    return cast("QuestionSet", {**{name: getattr(settings, name) for name in QUESTION_SET}, **tier})
 EMPTY_MEANS_UNSET = ("data",)  # an empty flag or variable says "none", above an ini file's value
 
 

@@ -9,7 +9,7 @@ over, so a system that calls models through it is costed like the built-in one.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict
@@ -19,7 +19,9 @@ from .systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from .llm import ModelClient
+    from .llm.meter import UsageCounts
     from .llm.relay import ModelRelay
+    from .llm.wire import JsonObject
     from .services import Neo4jConnection
     from .settings import Settings
 
@@ -37,6 +39,14 @@ class IngestReport:
     notes: list[str] = field(default_factory=list)
 
 
+class TracedToolCall(TypedDict):
+    """A tool call a model step asked for: its id (None for a JSON action), the tool and its arguments."""
+
+    id: str | None
+    name: str
+    arguments: JsonObject
+
+
 class ModelStep(TypedDict):
     """A trace entry: one call of the answering model (the built-in agent's and the baselines')."""
 
@@ -44,10 +54,10 @@ class ModelStep(TypedDict):
     step: int  # 1-based count of model calls so far
     mode: str  # "native" (tool calls), "json" (JSON actions) or "plain"
     text: str | None  # the reply's text (the agent cuts it to its trace limit)
-    tool_calls: list[dict[str, Any]]
+    tool_calls: list[TracedToolCall]
     finish_reason: str | None
     final: bool  # the call that gave the answer
-    usage: NotRequired[dict[str, Any]]  # the call's Usage.to_dict(), when the client reports one
+    usage: NotRequired[UsageCounts]  # the call's Usage.to_dict(), when the client reports one
 
 
 class ToolStep(TypedDict):
@@ -63,10 +73,18 @@ class ToolStep(TypedDict):
     error: bool
 
 
-# A step of an answer's trace: a model call, a tool call, or anything else a system notes -- a
-# note is {"type": "note", "event": ..., and the note's own fields}, open by design. Written to
-# the record and the trace file as the plain JSON objects these are.
-TraceStep: TypeAlias = ModelStep | ToolStep | dict[str, Any]
+# What a trace note's fields may hold: what JSON can write. Read-only container types, so a
+# system's own list[int] or dict[str, float] goes in as it is.
+NoteValue: TypeAlias = "str | int | float | bool | Sequence[NoteValue] | Mapping[str, NoteValue] | None"
+
+# Anything else a system notes in its trace: {"type": "note", "event": ..., and the note's own
+# fields}, open by design (what a system notes is its own: the messages it put in the prompt,
+# its scores, what it recalled), so a dict of JSON values rather than a shape.
+TraceNote: TypeAlias = dict[str, NoteValue]
+
+# A step of an answer's trace: a model call, a tool call, or a note. Written to the record and
+# the trace file as the plain JSON objects these are.
+TraceStep: TypeAlias = ModelStep | ToolStep | TraceNote
 
 
 @dataclass

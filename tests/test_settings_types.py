@@ -15,3 +15,17 @@ def test_the_literal_settings_are_the_options_choices():
     assert sorted(get_args(hints["mode"])) == sorted(MODES) == sorted(OPTION_BY_NAME["mode"].choices)
     assert sorted(get_args(hints["tool_mode"])) == sorted(TOOL_MODES) == sorted(OPTION_BY_NAME["tool_mode"].choices)
     assert sorted(get_args(hints["scorer"])) == sorted(PROFILE_NAMES) == sorted(OPTION_BY_NAME["scorer"].choices)
+
+
+def test_the_cassette_header_types_name_the_recorded_settings_and_question_set():
+    """recorded_settings and question_set are typed as the header's TypedDicts (a cast): the keys
+    the harness writes are the keys the types name, and each is a setting."""
+    from dataclasses import fields
+
+    from pytest_beam.llm.cassette import QuestionSet, RecordedSettings
+    from pytest_beam.settings import QUESTION_SET, RECORDED_SETTINGS
+
+    assert list(RecordedSettings.__annotations__) == list(RECORDED_SETTINGS)
+    assert list(QuestionSet.__annotations__) == [*QUESTION_SET, "tier"]
+    names = {f.name for f in fields(Settings)}
+    assert set(RECORDED_SETTINGS) <= names and set(QuestionSet.__annotations__) <= names

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, cast
 
 from .errors import BeamDataError
 from .huggingface import load_huggingface
@@ -50,8 +50,23 @@ def known_bad_rubrics() -> dict[str, str]:
     return dict(_read_fixture("known_bad_rubric.json")["questions"])
 
 
-def lite_spec() -> dict:
-    return _read_fixture("lite.json")
+class LiteSlice(TypedDict):
+    session: int
+    message_ids: list[int]
+    sha256: str  # of the slice document's canonical JSON (document_sha256)
+
+
+class LiteSpec(TypedDict):
+    """fixtures/lite.json: the lite set's conversation, its questions and the slices it ingests."""
+
+    about: str
+    conversation: str
+    questions: list[str]
+    slices: list[LiteSlice]
+
+
+def lite_spec() -> LiteSpec:
+    return cast("LiteSpec", _read_fixture("lite.json"))
 
 
 def document_sha256(document: Document) -> str:

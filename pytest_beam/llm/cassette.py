@@ -41,22 +41,54 @@ import base64
 import json
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .errors import CassetteError, CassetteMiss
+from .wire import JsonObject
 
 MODES = ("none", "once", "new_episodes", "all")
 HEADER = {"cassette": "pytest-beam", "version": 2}
 
 
-def header_line(settings: dict[str, Any] | None, questions: dict[str, Any] | None = None) -> str:
+class RecordedSettings(TypedDict, total=False):
+    """The header's ``settings``: those of a run's settings that shape its requests or its scores
+    (``settings.RECORDED_SETTINGS``, ``settings.recorded_settings``). A header written by another
+    version may lack some."""
+
+    model: str | None
+    extraction_model: str | None
+    resolution_model: str | None
+    judge_model: str | None
+    embeddings: str
+    chunk_tokens: int
+    max_llm_pairs: int
+    agent_steps: int
+    tool_mode: str
+    scorer: str
+    judge_runs: int
+    pass_score: float
+    judge_check: str
+
+
+class QuestionSet(TypedDict, total=False):
+    """The header's ``questions``: the question set the run asked (``settings.question_set``);
+    ``tier`` only when it is not 100K."""
+
+    mode: str
+    conversations: str | None
+    keep_markers: bool
+    tier: str
+
+
+def header_line(settings: RecordedSettings | None, questions: QuestionSet | None = None) -> str:
     extra = {**({"settings": settings} if settings is not None else {}),
              **({"questions": questions} if questions is not None else {})}
     return json.dumps({**HEADER, **extra}, sort_keys=True)
 
 
-def _header_of(line: str) -> dict[str, Any] | None:
+def _header_of(line: str) -> JsonObject | None:
     try:
         header = json.loads(line)
     except ValueError:
@@ -64,7 +96,7 @@ def _header_of(line: str) -> dict[str, Any] | None:
     return header if isinstance(header, dict) and header.get("cassette") == HEADER["cassette"] else None
 
 
-def _first_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def _first_header(path: str | os.PathLike[str]) -> JsonObject | None:
     try:
         with open(path, encoding="utf-8") as fh:
             first = fh.readline()
@@ -74,14 +106,14 @@ def _first_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return header if isinstance(header, dict) and header.get("cassette") == HEADER["cassette"] else None
 
 
-def read_settings(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def read_settings(path: str | os.PathLike[str]) -> RecordedSettings | None:
     """The settings a cassette was recorded with (its header), None when it does not say (an older
     cassette) or there is no such file; a file that cannot be read is left to :func:`replay_problem`."""
     header = _first_header(path)
     return header["settings"] if header and isinstance(header.get("settings"), dict) else None
 
 
-def read_questions(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def read_questions(path: str | os.PathLike[str]) -> QuestionSet | None:
     """The question set a cassette was recorded on (mode, conversations, markers), None when its
     header does not say."""
     header = _first_header(path)
@@ -129,8 +161,8 @@ class Cassette:
     """``settings``: this run's recorded settings (``settings.recorded_settings``), written into the
     header when recording and compared with the file's on a miss."""
 
-    def __init__(self, path: str | os.PathLike[str], mode: str = "none", settings: dict[str, Any] | None = None,
-                 questions: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], mode: str = "none", settings: RecordedSettings | None = None,
+                 questions: QuestionSet | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown record mode {mode!r}; expected one of {', '.join(MODES)}")
         self.path = Path(path)
@@ -150,8 +182,8 @@ class Cassette:
 
     # -- mode handling -----------------------------------------------------------------------
     @staticmethod
-    def _resolve(path: Path, mode: str, *, truncate: bool, settings: dict[str, Any] | None = None,
-                 questions: dict[str, Any] | None = None) -> str:
+    def _resolve(path: Path, mode: str, *, truncate: bool, settings: RecordedSettings | None = None,
+                 questions: QuestionSet | None = None) -> str:
         if mode == "once":
             return "none" if _exists(path) else "new_episodes"
         if mode == "all":
@@ -162,8 +194,8 @@ class Cassette:
         return mode
 
     @classmethod
-    def prepare(cls, path: str | os.PathLike[str], mode: str, settings: dict[str, Any] | None = None,
-                questions: dict[str, Any] | None = None) -> str:
+    def prepare(cls, path: str | os.PathLike[str], mode: str, settings: RecordedSettings | None = None,
+                questions: QuestionSet | None = None) -> str:
         """Decide a run's effective mode once (controller side) and return it for the workers.
 
         ``once`` becomes ``none`` (file exists) or ``new_episodes`` (it does not); ``all``
@@ -174,8 +206,8 @@ class Cassette:
         return cls._resolve(Path(path), mode, truncate=True, settings=settings, questions=questions)
 
     @staticmethod
-    def refresh_header(path: str | os.PathLike[str], settings: dict[str, Any],
-                       questions: dict[str, Any] | None = None) -> bool:
+    def refresh_header(path: str | os.PathLike[str], settings: RecordedSettings,
+                       questions: QuestionSet | None = None) -> bool:
         """Rewrite the header of a cassette that holds no response yet with ``settings``: the
         session settles some settings after ``prepare`` (the embedded model's name and tool mode),
         and a replay must find the ones the requests were made with. True when rewritten."""
@@ -328,7 +360,7 @@ class Cassette:
         return f"Cassette({str(self.path)!r}, mode={self.requested_mode!r})"
 
 
-def _differences(recorded: dict[str, Any] | None, current: dict[str, Any] | None, sep: str) -> str:
+def _differences(recorded: Mapping[str, object] | None, current: Mapping[str, object] | None, sep: str) -> str:
     """What differs between two headers' dicts, as flags ('' when either is unknown or none does)."""
     if recorded is None or current is None:
         return ""
@@ -345,5 +377,5 @@ def _flag(name: str) -> str:
     return "--beam-" + name.replace("_", "-")
 
 
-def _listed(settings: dict[str, Any]) -> str:
+def _listed(settings: Mapping[str, object]) -> str:
     return ", ".join(f"{_flag(k)}={v}" for k, v in sorted(settings.items()) if v is not None)

@@ -24,9 +24,10 @@ from .cassette import Cassette
 from .config import EMBEDDING_ROLE, ROLES, EndpointConfig, Role, RoleModels
 from .errors import CassetteMiss, ModelEndpointError, StructuredOutputError
 from .meter import Meter, Usage
-from .replies import ChatResult, StructuredResult, ToolCall, parse_chat
+from .replies import CallEvent, ChatResult, StructuredResult, ToolCall, parse_chat
 from .structured import StructuredParseError, json_schema_format, parse_structured
 from .transport import STRUCTURED_MODES, Transport, endpoint_semaphore, parse_retry_after
+from .wire import JsonObject, NamedToolChoice, ResponseFormat, ToolSpec, WireMessage, tool_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -38,7 +39,7 @@ __all__ = ["ModelClient", "ChatResult", "StructuredResult", "ToolCall", "STRUCTU
 @dataclass
 class _Obtained:
     body: bytes
-    data: dict[str, Any]
+    data: JsonObject
     source: str  # "network", "cache" or "cassette"
     attempts: int = 0
     mode: str | None = None
@@ -62,7 +63,7 @@ class ModelClient:
         cache: ResponseCache | None = None,
         cassette: Cassette | None = None,
         budget: Budget | None = None,
-        trace: Callable[[dict[str, Any]], None] | None = None,
+        trace: Callable[[CallEvent], None] | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.models = models
@@ -97,11 +98,11 @@ class ModelClient:
         self,
         *,
         role: Role,
-        messages: list[dict],
-        tools: list[dict] | None = None,
-        tool_choice: str | dict | None = None,
+        messages: list[WireMessage],
+        tools: list[ToolSpec] | None = None,
+        tool_choice: str | NamedToolChoice | None = None,
         max_tokens: int | None = None,
-        response_format: dict | None = None,
+        response_format: ResponseFormat | None = None,
         repeat: int = 0,
         accept: Callable[[str | None], bool] | None = None,
     ) -> ChatResult:
@@ -138,7 +139,7 @@ class ModelClient:
         self,
         *,
         role: Role,
-        messages: list[dict],
+        messages: list[WireMessage],
         schema: type[BaseModel],
         max_tokens: int | None = None,
     ) -> StructuredResult:
@@ -187,7 +188,7 @@ class ModelClient:
         """Embeddings from ``/v1/embeddings``, metered under role ``"embedding"`` (no budget check)."""
         logical = {"model": model, "input": list(texts), "encoding_format": "float"}
         started = time.monotonic()
-        trace: dict[str, Any] = {"kind": "embeddings", "role": EMBEDDING_ROLE, "model": model, "inputs": len(texts)}
+        trace: CallEvent = {"kind": "embeddings", "role": EMBEDDING_ROLE, "model": model, "inputs": len(texts)}
         call = self.meter.new_call()
         try:
             got = self._obtain("embeddings", EMBEDDING_ROLE, model, logical, structured_schema=None, call=call)
@@ -223,23 +224,23 @@ class ModelClient:
     def _chat(
         self,
         role: str,
-        messages: list[dict],
+        messages: list[WireMessage],
         *,
-        tools: list[dict] | None,
-        tool_choice: str | dict | None,
+        tools: list[ToolSpec] | None,
+        tool_choice: str | NamedToolChoice | None,
         max_tokens: int | None,
-        response_format: dict | None,
-        structured_schema: dict | None,
+        response_format: ResponseFormat | None,
+        structured_schema: JsonObject | None,
         repeat: int = 0,
         accept: Callable[[str | None], bool] | None = None,
     ) -> ChatResult:
         if repeat < 0:
             raise ValueError(f"repeat {repeat} must be at least 0")
-        salt: dict[str, Any] = {"repeat": repeat} if repeat else {}
+        salt: JsonObject = {"repeat": repeat} if repeat else {}
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
         model = self.models.for_role(role)
-        logical: dict[str, Any] = {
+        logical: JsonObject = {
             "model": model,
             "messages": list(messages),
             "temperature": self.endpoint.temperature,
@@ -256,13 +257,13 @@ class ModelClient:
             logical["max_tokens"] = max_tokens
 
         started = time.monotonic()
-        trace: dict[str, Any] = {
+        trace: CallEvent = {
             "kind": "chat",
             "role": role,
             "model": model,
             "messages": len(messages),
-            "tools": [t.get("function", {}).get("name", t.get("name")) for t in tools or []],
-            "response_format": (response_format or {}).get("type"),
+            "tools": [tool_name(t) for t in tools or []],
+            "response_format": response_format.get("type") if response_format else None,
             "fingerprint": fingerprint({"kind": "chat", **logical, **salt}),
         }
         call = self.meter.new_call()
@@ -281,7 +282,7 @@ class ModelClient:
             text=text, tool_calls=tool_calls, finish_reason=finish_reason, usage=usage, latency_s=latency,
             model=str(got.data.get("model") or model), cached=got.source == "cache",
             replayed=got.source == "cassette", raw=got.body,
-            response_format=(got.mode or (response_format or {}).get("type")) if response_format else None,
+            response_format=(got.mode or response_format.get("type")) if response_format else None,
         )
         self._emit(trace | {
             "text": text,
@@ -297,7 +298,7 @@ class ModelClient:
         return result
 
     @staticmethod
-    def _usage_of(data: dict[str, Any], got: _Obtained, latency: float, *, completion: bool) -> Usage:
+    def _usage_of(data: JsonObject, got: _Obtained, latency: float, *, completion: bool) -> Usage:
         raw = data.get("usage")
         missing = not isinstance(raw, dict)
         prompt = int((raw or {}).get("prompt_tokens") or 0) if not missing else 0
@@ -311,10 +312,9 @@ class ModelClient:
 
     # -- sources: cassette, cache, network ------------------------------------------------------------
 
-    def _obtain(self, kind: str, role: str, model: str, logical: dict[str, Any], *,
-                structured_schema: dict | None, fp: str | None = None,
-                salt: dict[str, Any] | None = None,
-                usable: Callable[[dict[str, Any]], bool] | None = None, call: int = 0) -> _Obtained:
+    def _obtain(self, kind: str, role: str, model: str, logical: JsonObject, *,
+                structured_schema: JsonObject | None, fp: str | None = None, salt: JsonObject | None = None,
+                usable: Callable[[JsonObject], bool] | None = None, call: int = 0) -> _Obtained:
         """The response to a request, from the cassette, the cache or the network. ``usable(data)``
         says whether the caller can use a response: only usable ones are kept in the cache, and a
         cached one that is not (kept by an older version) is asked again as a miss."""
@@ -359,7 +359,7 @@ class ModelClient:
             cassette.record(fp, occurrence, got.body, role=role, model=model, kind=kind)
         return got
 
-    def _emit(self, record: dict[str, Any]) -> None:
+    def _emit(self, record: CallEvent) -> None:
         if self.trace is None:
             return
         self.trace(redact_value(record, self._secrets))
@@ -381,12 +381,12 @@ def _valid(text: str | None, schema: type[BaseModel]) -> bool:
     return True
 
 
-def _usable_text(accept: Callable[[str | None], bool] | None) -> Callable[[dict[str, Any]], bool] | None:
+def _usable_text(accept: Callable[[str | None], bool] | None) -> Callable[[JsonObject], bool] | None:
     """``accept`` of a reply's text, as a test of a decoded chat response."""
     if accept is None:
         return None
 
-    def usable(data: dict[str, Any]) -> bool:
+    def usable(data: JsonObject) -> bool:
         try:
             text, _, _ = parse_chat(data)
         except (KeyError, IndexError, TypeError, AttributeError):

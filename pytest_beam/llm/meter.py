@@ -29,7 +29,44 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
+
+
+class UsageCounts(TypedDict):
+    """A :class:`Usage` as plain JSON (``Usage.to_dict``): how a role's usage travels between
+    processes and rooms (the journal, xdist parts, a question's outcome, the record's rows)."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached_calls: int
+    replayed_calls: int
+    cached_tokens: int
+    usage_missing: int
+    retries: int
+    errors: int
+    abandoned: int
+
+
+#: Usage rows keyed by role (or phase): a meter's or a snapshot's plain-JSON form.
+UsageByRole = dict[str, UsageCounts]
+
+
+class SentEvent(TypedDict):
+    """A journal line: request number ``sent`` of ``call`` is going out."""
+
+    call: int
+    role: str
+    sent: int
+
+
+class EndedEvent(TypedDict):
+    """A journal line: ``call`` ended (``call`` None: usage merged in, not a call of this process)."""
+
+    call: int | None
+    role: str
+    usage: UsageCounts
 
 
 @dataclass
@@ -73,8 +110,8 @@ class Usage:
     def is_zero(self) -> bool:
         return all(not getattr(self, f.name) for f in fields(self))
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> UsageCounts:
+        return cast("UsageCounts", asdict(self))  # the same fields (tests/llm/test_meter.py checks)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
@@ -85,7 +122,7 @@ class Usage:
 Snapshot = dict[str, Usage]
 
 
-def snapshot_to_dict(snapshot: Mapping[str, Usage]) -> dict[str, dict[str, Any]]:
+def snapshot_to_dict(snapshot: Mapping[str, Usage]) -> UsageByRole:
     """Plain-JSON form of a snapshot (for xdist transport or a record)."""
     return {role: usage.to_dict() for role, usage in snapshot.items()}
 
@@ -154,7 +191,7 @@ class Meter:
                 diff[role] = d
         return diff
 
-    def to_dict(self) -> dict[str, dict[str, Any]]:
+    def to_dict(self) -> UsageByRole:
         return snapshot_to_dict(self.snapshot())
 
     @classmethod
@@ -177,7 +214,7 @@ class UsageJournal:
         self._lock = threading.Lock()
         self._fh: Any = None
 
-    def write(self, event: dict[str, Any]) -> None:
+    def write(self, event: SentEvent | EndedEvent) -> None:
         line = json.dumps(event, separators=(",", ":")) + "\n"
         with self._lock:
             if self._fh is None:

@@ -32,23 +32,32 @@ import struct
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .config import ROLES, Role, is_role
 from .errors import BudgetExceeded, CassetteMiss, ModelEndpointError, ModelError
 from .meter import Meter, Snapshot, Usage
+from .wire import JsonObject
 
 if TYPE_CHECKING:
     from .client import ModelClient
 
 __all__ = ["LIBRARY_CLIENT_OPTIONS", "LabelledMeter", "ModelRelay", "RelayCounts", "meter_row"]
 
+
+class LibraryClientOptions(TypedDict):
+    """Keywords of an ``openai`` client's ``with_options``."""
+
+    timeout: None
+    max_retries: int
+
+
 # What an outside library's own `openai` client is given (`client.with_options(**...)`): no timeout
 # and no retry of its own. The harness bounds each call (its timeout per attempt, its retries) and the
 # relay always answers, while a library's default (600 s, 2 retries) counts the time a call waits
 # for the endpoint's one slot: on the embedded model Graphiti gave up on a call still queued, and a
 # retry of its own would have sent the call twice.
-LIBRARY_CLIENT_OPTIONS: dict[str, Any] = {"timeout": None, "max_retries": 0}
+LIBRARY_CLIENT_OPTIONS: LibraryClientOptions = {"timeout": None, "max_retries": 0}
 
 _PATH = re.compile(r"^/(?P<system>[A-Za-z0-9_.-]+)/(?P<role>[a-z]+)/v1/(?P<what>chat/completions|embeddings|models)/?$")
 _FORWARDED = ("messages", "tools", "tool_choice", "response_format")
@@ -207,7 +216,7 @@ class ModelRelay:
         with self._lock:
             self._failures.setdefault(system, exc)
 
-    def handle_chat(self, system: str, role: Role, body: dict[str, Any]) -> tuple[int, bytes]:
+    def handle_chat(self, system: str, role: Role, body: JsonObject) -> tuple[int, bytes]:
         if body.get("stream"):
             return _error(400, "the pytest-beam relay does not stream: send stream=false")
         if int(body.get("n") or 1) != 1:
@@ -223,7 +232,7 @@ class ModelRelay:
                                               messages=kwargs["messages"])
         return 200, result.raw
 
-    def handle_embeddings(self, system: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    def handle_embeddings(self, system: str, body: JsonObject) -> tuple[int, bytes]:
         raw = body.get("input")
         texts = [raw] if isinstance(raw, str) else raw
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):

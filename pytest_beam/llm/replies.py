@@ -8,20 +8,57 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
-from .meter import Usage
+from .meter import Usage, UsageCounts
+from .wire import JsonObject, WireMessage
+
+
+class ToolCallRecord(TypedDict):
+    """A reply's tool call as the trace records it (:meth:`ToolCall.to_dict`)."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+    raw_arguments: str
+
+
+class CallEvent(TypedDict, total=False):
+    """One model call as the client's ``trace`` callback gets it (chat or embeddings, answered or
+    failed, never the key); the run's trace file adds where in the run it was made."""
+
+    kind: Required[Literal["chat", "embeddings"]]
+    role: Required[str]
+    model: Required[str]
+    messages: int  # chat: how many messages were sent
+    tools: list[Any]  # chat: the tools' names (wire.tool_name)
+    response_format: str | None  # chat: the type asked for
+    fingerprint: str
+    inputs: int  # embeddings: how many texts
+    text: str | None
+    tool_calls: list[ToolCallRecord]
+    finish_reason: str | None
+    usage: UsageCounts
+    latency_s: float
+    cached: bool
+    replayed: bool
+    attempts: int
+    structured_mode: str | None
+    dimensions: int  # embeddings: of the vectors
+    error: str  # a call that failed for good
+    via: Literal["relay"]  # a call a library made through the model relay ...
+    relay_system: str  # ... for this system
 
 
 @dataclass
 class ToolCall:
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     raw_arguments: str = ""
     arguments_error: str | None = None  # set when raw_arguments is not a JSON object
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ToolCallRecord:
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "raw_arguments": self.raw_arguments}
 
 
@@ -40,9 +77,9 @@ class ChatResult:
     # (none asked, or the endpoint refused it: see ModelClient.chat)
     response_format: str | None = None
 
-    def to_message(self) -> dict[str, Any]:
+    def to_message(self) -> WireMessage:
         """The assistant message to append to the conversation (tool calls included)."""
-        msg: dict[str, Any] = {"role": "assistant", "content": self.text}
+        msg: WireMessage = {"role": "assistant", "content": self.text}
         if self.tool_calls:
             msg["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
@@ -62,7 +99,7 @@ class StructuredResult:
     replayed: bool = False
 
 
-def tool_arguments(raw_args: Any) -> tuple[dict[str, Any], str, str | None]:
+def tool_arguments(raw_args: Any) -> tuple[JsonObject, str, str | None]:
     """``(arguments, raw text, error)`` of a tool call's ``arguments`` (a JSON string or an object)."""
     if isinstance(raw_args, dict):
         return raw_args, json.dumps(raw_args), None
@@ -76,7 +113,7 @@ def tool_arguments(raw_args: Any) -> tuple[dict[str, Any], str, str | None]:
     return parsed, raw_text, None
 
 
-def parse_chat(data: dict[str, Any]) -> tuple[str | None, list[ToolCall], str | None]:
+def parse_chat(data: JsonObject) -> tuple[str | None, list[ToolCall], str | None]:
     """``(text, tool calls, finish_reason)`` of a decoded chat response (shape checked by the decoder)."""
     choice = data["choices"][0]
     message = choice.get("message") or {}

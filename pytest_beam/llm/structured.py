@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from .wire import JsonObject, ResponseFormat, WireMessage
+
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 MAX_ERROR_CHARS = 2000
 
@@ -23,7 +25,7 @@ def schema_name(schema: type) -> str:
     return name[:64] or "output"
 
 
-def json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
+def json_schema_format(schema: type[BaseModel]) -> ResponseFormat:
     """The ``response_format`` for a pydantic model (strict off: not every server supports it)."""
     return {
         "type": "json_schema",
@@ -31,25 +33,26 @@ def json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
     }
 
 
-def schema_instruction(json_schema: dict[str, Any]) -> str:
+def schema_instruction(json_schema: JsonObject) -> str:
     return (
         "Reply with a single JSON object, and nothing else, that is valid for this JSON schema:\n"
         + json.dumps(json_schema, ensure_ascii=False, sort_keys=True)
     )
 
 
-def with_schema_instruction(messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> list[dict[str, Any]]:
+def with_schema_instruction(messages: list[WireMessage], json_schema: JsonObject) -> list[WireMessage]:
     """Put the schema into the system message (appended to an existing one, else a new one first)."""
     instruction = schema_instruction(json_schema)
-    out = [dict(m) for m in messages]
-    if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
-        out[0]["content"] = out[0]["content"].rstrip() + "\n\n" + instruction
+    out = [m.copy() for m in messages]
+    system = out[0].get("content") if out and out[0].get("role") == "system" else None
+    if isinstance(system, str):
+        out[0]["content"] = system.rstrip() + "\n\n" + instruction
     else:
         out.insert(0, {"role": "system", "content": instruction})
     return out
 
 
-def extract_json_object(text: str | None) -> dict[str, Any]:
+def extract_json_object(text: str | None) -> JsonObject:
     """The first JSON object in ``text``: inside a ``` fence if there is one, else anywhere."""
     if not text or not text.strip():
         raise StructuredParseError("the reply is empty; expected a JSON object")

@@ -23,6 +23,7 @@ from ..redaction import redact, url_credentials
 from .config import EndpointConfig
 from .errors import ModelEndpointError
 from .structured import with_schema_instruction
+from .wire import JsonObject
 
 STRUCTURED_MODES = ("json_schema", "json_object", "text")
 _MAX_REASON_CHARS = 500
@@ -76,7 +77,7 @@ class Sent:
     """A successful response as received: the raw body, its decoded JSON, and how it was obtained."""
 
     body: bytes
-    data: dict[str, Any]
+    data: JsonObject
     attempts: int
     mode: str | None  # the structured-output mode used, None for a plain call
 
@@ -122,7 +123,7 @@ class Transport:
 
     # -- decoding and errors ---------------------------------------------------------------------
 
-    def decode(self, body: bytes, kind: str, role: str, model: str, *, attempts: int = 0) -> dict[str, Any]:
+    def decode(self, body: bytes, kind: str, role: str, model: str, *, attempts: int = 0) -> JsonObject:
         """The JSON of a response body, checked for the shape its kind needs (``attempts``: the
         requests that got it, 0 for a stored body)."""
         try:
@@ -183,8 +184,8 @@ class Transport:
                 )
             return self._openai
 
-    def _request_kwargs(self, kind: str, logical: dict[str, Any], structured_schema: dict | None,
-                        mode: str) -> dict[str, Any]:
+    def _request_kwargs(self, kind: str, logical: JsonObject, structured_schema: JsonObject | None,
+                        mode: str) -> JsonObject:
         kwargs = dict(logical)
         if kind != "chat":
             return kwargs
@@ -198,7 +199,7 @@ class Transport:
                 kwargs.pop("response_format", None)
         return kwargs
 
-    def send(self, kind: str, role: str, model: str, logical: dict[str, Any], structured_schema: dict | None,
+    def send(self, kind: str, role: str, model: str, logical: JsonObject, structured_schema: JsonObject | None,
              on_request: Callable[[int], None] | None = None) -> Sent:
         """One logical call over HTTP, with retries and fallbacks; raises :class:`ModelEndpointError`
         (its ``attempts``: the requests sent). ``on_request(n)`` is called as request ``n`` goes

@@ -5,12 +5,13 @@ can return JSON (grammar-constrained endpoints always can)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..llm.errors import StructuredOutputError
-from ..system import SystemAnswer
+from ..llm.wire import JsonObject, WireMessage
+from ..system import SystemAnswer, TracedToolCall
 from . import prompts_agent as prompts
 from .agent_run import (
     AGENT_ROLE,
@@ -35,7 +36,7 @@ class AgentAction(BaseModel):
 
     tool: ToolName | None = Field(default=None,
                                   description="The tool to call, or null when you have what you need to answer.")
-    arguments: dict[str, Any] | None = Field(default=None, description="The tool's arguments.")
+    arguments: JsonObject | None = Field(default=None, description="The tool's arguments.")
 
 
 class FirstAgentAction(BaseModel):
@@ -46,7 +47,7 @@ class FirstAgentAction(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tool: ToolName = Field(description="The tool to call first: look in the memory before answering.")
-    arguments: dict[str, Any] = Field(description="The tool's arguments.")
+    arguments: JsonObject = Field(description="The tool's arguments.")
 
     def as_action(self) -> AgentAction:
         return AgentAction(tool=self.tool, arguments=self.arguments)
@@ -61,7 +62,7 @@ def action_schema(step: int, searched: bool = False) -> type[BaseModel]:
 def json_loop(run: AgentRun, first: FirstSearch | None = None) -> SystemAnswer:
     config = run.config
     tools = run.toolbox.specs()
-    messages: list[dict[str, Any]] = [
+    messages: list[WireMessage] = [
         {"role": "system", "content": prompts.json_mode_system_prompt(tools)},
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
@@ -85,7 +86,7 @@ def json_loop(run: AgentRun, first: FirstSearch | None = None) -> SystemAnswer:
             return finish(run, messages, FLAG_AGENT_FAILURE, "json")
         action: AgentAction = result.value.as_action() if schema is FirstAgentAction else result.value
         if action.tool:
-            calls = [{"id": None, "name": action.tool, "arguments": action.arguments or {}}]
+            calls: list[TracedToolCall] = [{"id": None, "name": action.tool, "arguments": action.arguments or {}}]
             run.model_step("json", text=result.raw_text, tool_calls=calls, usage=result.usage)
             tool_result = run.run_tool(action.tool, action.arguments or {})
             messages.append({"role": "assistant", "content": _action_json(action)})
@@ -104,7 +105,7 @@ def _answer(run: AgentRun, excerpts: list[str]) -> SystemAnswer:
     Qwen2.5-Coder-1.5B copied the hits word for word; asked after the whole action transcript it
     answered "which days" with dates and "how many scenes" with "the chat does not say", from hits
     that held both answers (lite run, messages 18 and 156)."""
-    reader = [{"role": "system", "content": prompts.READER_SYSTEM_PROMPT},
+    reader: list[WireMessage] = [{"role": "system", "content": prompts.READER_SYSTEM_PROMPT},
               {"role": "user", "content": prompts.READER_TEMPLATE.format(
                   excerpts="\n\n".join(excerpts) or "(none)", question=run.question.question)}]
     result = run.models.chat(role=AGENT_ROLE, messages=reader, max_tokens=run.config.final_max_tokens)

@@ -5,10 +5,10 @@ tool call, hands the question to the JSON actions (:class:`SwitchToJson`; module
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..llm.errors import ModelEndpointError
-from ..system import SystemAnswer
+from ..system import SystemAnswer, TracedToolCall
 from . import prompts_agent as prompts
 from .agent_run import (
     AGENT_ROLE,
@@ -22,6 +22,7 @@ from .agent_run import (
 )
 
 if TYPE_CHECKING:
+    from ..llm.wire import WireMessage
     from .model_protocols import AgentModels
 
 
@@ -61,7 +62,7 @@ def _remember_refusal(models: AgentModels) -> None:
 def native_loop(run: AgentRun, strict: bool, first: FirstSearch | None = None) -> SystemAnswer:
     config = run.config
     tools = run.toolbox.specs()
-    messages: list[dict[str, Any]] = [
+    messages: list[WireMessage] = [
         {"role": "system", "content": prompts.SYSTEM_PROMPT},
         {"role": "user", "content": prompts.QUESTION_TEMPLATE.format(question=run.question.question)},
     ]
@@ -82,7 +83,8 @@ def native_loop(run: AgentRun, strict: bool, first: FirstSearch | None = None) -
                 _remember_refusal(run.models)
                 raise SwitchToJson(f"endpoint refused tools: HTTP {exc.status}") from None
             raise
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+        calls: list[TracedToolCall] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                       for c in result.tool_calls]
         run.model_step("native", text=result.text, tool_calls=calls, finish_reason=result.finish_reason,
                        usage=result.usage)
         if not result.tool_calls:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..data.records import SystemQuestion
-from ..system import SystemAnswer, TraceStep
+from ..system import ModelStep, NoteValue, SystemAnswer, TracedToolCall, TraceStep
 from . import prompts_agent as prompts
 from .search_hits import Embedder
 from .tools import ToolBox, ToolLimits, ToolResult
@@ -18,6 +18,8 @@ from .tools import ToolBox, ToolLimits, ToolResult
 if TYPE_CHECKING:
     from neo4j import Driver
 
+    from ..llm.meter import Usage
+    from ..llm.wire import JsonObject, WireMessage
     from .model_protocols import AgentModels
 
 
@@ -91,20 +93,20 @@ class AgentRun:
         limit = self.config.trace_text_chars
         return text if len(text) <= limit else text[:limit] + f"…[cut: {len(text) - limit} more characters]"
 
-    def note(self, event: str, **fields: Any) -> None:
+    def note(self, event: str, **fields: NoteValue) -> None:
         self.trace.append({"type": "note", "event": event, **fields})
 
-    def model_step(self, mode: str, *, text: str | None, tool_calls: list[dict[str, Any]],
-                   finish_reason: str | None = None, usage: Any = None, final: bool = False) -> None:
+    def model_step(self, mode: str, *, text: str | None, tool_calls: list[TracedToolCall],
+                   finish_reason: str | None = None, usage: Usage | None = None, final: bool = False) -> None:
         self.model_calls += 1
         # a cached or replayed call reports no prompt it was sent (its usage is recorded, not
         # spent): the context is then not measured (None), never a silent 0
         prompt_tokens = getattr(usage, "prompt_tokens", None)
         live = bool(getattr(usage, "calls", 0))
         self.last_prompt_tokens = prompt_tokens if live and isinstance(prompt_tokens, int) else None
-        entry: dict[str, Any] = {"type": "model", "step": self.model_calls, "mode": mode,
-                                 "text": self._cut(text), "tool_calls": tool_calls,
-                                 "finish_reason": finish_reason, "final": final}
+        entry: ModelStep = {"type": "model", "step": self.model_calls, "mode": mode,
+                            "text": self._cut(text), "tool_calls": tool_calls,
+                            "finish_reason": finish_reason, "final": final}
         if usage is not None and hasattr(usage, "to_dict"):
             entry["usage"] = usage.to_dict()
         self.trace.append(entry)
@@ -133,7 +135,7 @@ FIRST_SEARCH_CALL_ID = "first_search"
 
 @dataclass(frozen=True)
 class FirstSearch:
-    arguments: dict[str, Any]
+    arguments: JsonObject
     result: ToolResult
 
 
@@ -142,7 +144,7 @@ def first_search(run: AgentRun) -> FirstSearch | None:
     hits = run.config.first_search_hits
     if hits == 0:
         return None
-    arguments = {"query": run.question.question, "limit": min(hits, run.config.limits.max_search_hits),
+    arguments: JsonObject = {"query": run.question.question, "limit": min(hits, run.config.limits.max_search_hits),
                  "kind": run.config.first_search_kind}
     run.note("first_search", hits=arguments["limit"])
     return FirstSearch(arguments, run.run_tool("hybrid_search", arguments, FIRST_SEARCH_CALL_ID))
@@ -152,11 +154,11 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def finish(run: AgentRun, messages: list[dict[str, Any]], flag: str, mode: str) -> SystemAnswer:
+def finish(run: AgentRun, messages: list[WireMessage], flag: str, mode: str) -> SystemAnswer:
     """The step limit or the time is up: one call without tools for the best answer so far."""
     run.note("limit_reached", reason="timeout" if flag == FLAG_TIMEOUT else "steps_or_no_answer",
              model_calls=run.model_calls)
-    final_messages = [*messages, {"role": "user", "content": prompts.FINAL_NUDGE}]
+    final_messages: list[WireMessage] = [*messages, {"role": "user", "content": prompts.FINAL_NUDGE}]
     # Infrastructure errors (endpoint, budget, cassette) propagate from here as everywhere.
     result = run.models.chat(role=AGENT_ROLE, messages=final_messages,
                              max_tokens=run.config.final_max_tokens)

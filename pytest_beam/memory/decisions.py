@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from neo4j import Driver
     from pydantic import BaseModel
 
+    from ..llm.wire import WireMessage
     from .model_protocols import StructuredModels
 
 T = TypeVar("T")
@@ -84,7 +85,7 @@ class Replies(Generic[T]):
 
 
 def ask_in_batches(models: StructuredModels, executor: Executor, items: Sequence[T], budget: DecisionBudget,
-                   messages_for: Callable[[Sequence[T]], list[dict[str, str]]], schema: type[BaseModel]) -> Replies[T]:
+                   messages_for: Callable[[Sequence[T]], list[WireMessage]], schema: type[BaseModel]) -> Replies[T]:
     """Submit every batch now (so several kinds of questions are in flight together) and return
     their replies; a reply that stayed invalid is None. Other model errors propagate."""
     from ..llm.errors import StructuredOutputError

@@ -7,12 +7,13 @@ The harness's ModelClient fits all three; ``scoring.judge.JudgeModel`` is the ju
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..llm import ChatResult, Role, StructuredResult
+    from ..llm.wire import NamedToolChoice, ToolSpec, WireMessage
 
 __all__ = ["StructuredModels", "AgentModels", "EmbeddingModels"]
 
@@ -20,15 +21,15 @@ __all__ = ["StructuredModels", "AgentModels", "EmbeddingModels"]
 class StructuredModels(Protocol):
     """Ingest's need: one JSON reply valid for a schema (extraction, resolution, updates)."""
 
-    def structured(self, *, role: Role, messages: list[dict[str, Any]], schema: type[BaseModel],
+    def structured(self, *, role: Role, messages: list[WireMessage], schema: type[BaseModel],
                    max_tokens: int | None = None) -> StructuredResult: ...
 
 
 class AgentModels(StructuredModels, Protocol):
     """The agent's need besides its JSON actions: chat, with tools when the endpoint takes them."""
 
-    def chat(self, *, role: Role, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
-             tool_choice: str | dict[str, Any] | None = None, max_tokens: int | None = None) -> ChatResult: ...
+    def chat(self, *, role: Role, messages: list[WireMessage], tools: list[ToolSpec] | None = None,
+             tool_choice: str | NamedToolChoice | None = None, max_tokens: int | None = None) -> ChatResult: ...
 
 
 class EmbeddingModels(Protocol):

@@ -4,7 +4,10 @@ are keyed by the exact request, so a changed prompt is a new request: re-record 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..llm.wire import ToolSpec
 
 SYSTEM_PROMPT = """\
 You answer one question about a long chat between a user and an assistant, stored in a read-only \
@@ -69,7 +72,7 @@ NO_TOOL_FIRST_STEP_NOTE = (
 )
 
 
-def tool_catalogue(tools: list[dict[str, Any]]) -> str:
+def tool_catalogue(tools: list[ToolSpec]) -> str:
     """The tools, as text, for the JSON-action mode (stable order, stable formatting)."""
     lines = []
     for tool in tools:
@@ -79,5 +82,5 @@ def tool_catalogue(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def json_mode_system_prompt(tools: list[dict[str, Any]]) -> str:
+def json_mode_system_prompt(tools: list[ToolSpec]) -> str:
     return SYSTEM_PROMPT + "\n\n" + JSON_MODE_INSTRUCTIONS.format(catalogue=tool_catalogue(tools))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..services.access import UNBOUNDED, run_autocommit, run_read, run_write
+from ..services.access import UNBOUNDED, CypherRow, run_autocommit, run_read, run_write
 from .graph_schema import ENTITY_TYPES, STATEMENT_TYPES
 
 WRITE_BATCH = 500
@@ -22,7 +22,7 @@ def _batches(rows: Sequence[Any], size: int = WRITE_BATCH) -> Iterable[Sequence[
         yield rows[start:start + size]
 
 
-def _run(driver: Any, database: str, query: str, params: dict[str, Any], write: bool) -> list[dict[str, Any]]:
+def _run(driver: Any, database: str, query: str, params: dict[str, Any], write: bool) -> list[CypherRow]:
     """Ingest's way to the graph is the product's one way (services/access.py); its reads are
     its own graph, read whole (no row cap, no timeout)."""
     if write:
@@ -36,7 +36,7 @@ def _write(driver: Any, database: str, query: str, rows: Sequence[Any], **params
         _run(driver, database, query, {"rows": list(batch), **params}, write=True)
 
 
-def _read(driver: Any, database: str, query: str, **params: Any) -> list[dict[str, Any]]:
+def _read(driver: Any, database: str, query: str, **params: Any) -> list[CypherRow]:
     return _run(driver, database, query, params, write=False)
 
 
@@ -150,7 +150,7 @@ def write_statements(driver: Any, database: str, rows: list[dict[str, Any]]) -> 
 
 # -- entity resolution -----------------------------------------------------------------------------
 
-def load_entities(driver: Any, database: str, entity_types: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+def load_entities(driver: Any, database: str, entity_types: Sequence[str]) -> dict[str, list[CypherRow]]:
     """Each type's entities, ordered by id: one query for all types (each query is a round trip)."""
     _check_types(entity_types, ENTITY_TYPES, "entities requested")
     found = _read(driver, database, """
@@ -161,7 +161,7 @@ def load_entities(driver: Any, database: str, entity_types: Sequence[str]) -> di
                coalesce(e.summary, '') AS summary, e.embedding AS embedding, sessions, mentions, first
         ORDER BY e.id
     """, entity_types=list(entity_types))
-    by_type: dict[str, list[dict[str, Any]]] = {t: [] for t in entity_types}
+    by_type: dict[str, list[CypherRow]] = {t: [] for t in entity_types}
     for row in found:
         by_type[row.pop("type")].append(row)
     return by_type
@@ -219,7 +219,7 @@ def merge_entities(driver: Any, database: str, pairs: list[dict[str, str]]) -> N
 
 # -- updates over time -----------------------------------------------------------------------------
 
-def load_update_candidates(driver: Any, database: str) -> list[dict[str, Any]]:
+def load_update_candidates(driver: Any, database: str) -> list[CypherRow]:
     """Facts and Measures with the entities they are about, in conversation order."""
     return _read(driver, database, """
         MATCH (s:Statement) WHERE s:Fact OR s:Measure

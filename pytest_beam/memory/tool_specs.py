@@ -7,9 +7,10 @@ agent as the tool's result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 if TYPE_CHECKING:
+    from ..llm.wire import FunctionSpec, JsonObject
     from .tools import ToolLimits
 
 
@@ -18,14 +19,14 @@ class ToolArgumentError(ValueError):
 
 
 @overload
-def arg_str(args: dict[str, Any], name: str, required: Literal[True] = True, max_len: int = 1000) -> str: ...
+def arg_str(args: JsonObject, name: str, required: Literal[True] = True, max_len: int = 1000) -> str: ...
 
 
 @overload
-def arg_str(args: dict[str, Any], name: str, required: bool, max_len: int = 1000) -> str | None: ...
+def arg_str(args: JsonObject, name: str, required: bool, max_len: int = 1000) -> str | None: ...
 
 
-def arg_str(args: dict[str, Any], name: str, required: bool = True, max_len: int = 1000) -> str | None:
+def arg_str(args: JsonObject, name: str, required: bool = True, max_len: int = 1000) -> str | None:
     """The argument stripped and cut to ``max_len``; a required one missing or blank is an error."""
     value = args.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -38,14 +39,14 @@ def arg_str(args: dict[str, Any], name: str, required: bool = True, max_len: int
 
 
 @overload
-def arg_int(args: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int: ...
+def arg_int(args: JsonObject, name: str, default: int, lo: int, hi: int) -> int: ...
 
 
 @overload
-def arg_int(args: dict[str, Any], name: str, default: None, lo: int, hi: int) -> int | None: ...
+def arg_int(args: JsonObject, name: str, default: None, lo: int, hi: int) -> int | None: ...
 
 
-def arg_int(args: dict[str, Any], name: str, default: int | None, lo: int, hi: int) -> int | None:
+def arg_int(args: JsonObject, name: str, default: int | None, lo: int, hi: int) -> int | None:
     """The argument as an integer clamped to ``lo..hi``; missing or null is ``default``."""
     value = args.get(name)
     if value is None:  # missing, or null (a small model writes "limit": null)
@@ -61,17 +62,17 @@ def arg_int(args: dict[str, Any], name: str, default: int | None, lo: int, hi: i
     return max(lo, min(hi, value))
 
 
-def _function(name: str, description: str, properties: dict[str, Any],
-              required: list[str] | None = None) -> dict[str, Any]:
+def _function(name: str, description: str, properties: JsonObject,
+              required: list[str] | None = None) -> FunctionSpec:
     """One tool in OpenAI ``tools`` format (key order fixed: the specs are part of replayed requests)."""
-    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    parameters: JsonObject = {"type": "object", "properties": properties}
     if required is not None:
         parameters["required"] = required
     parameters["additionalProperties"] = False
     return {"name": name, "description": description, "parameters": parameters}
 
 
-def hybrid_search_spec(limits: ToolLimits) -> dict[str, Any]:
+def hybrid_search_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "hybrid_search",
         (
@@ -88,7 +89,7 @@ def hybrid_search_spec(limits: ToolLimits) -> dict[str, Any]:
         }, required=["query"])
 
 
-def entity_statements_spec(limits: ToolLimits) -> dict[str, Any]:
+def entity_statements_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "entity_statements",
         (
@@ -102,7 +103,7 @@ def entity_statements_spec(limits: ToolLimits) -> dict[str, Any]:
         }, required=["name"])
 
 
-def timeline_spec(limits: ToolLimits) -> dict[str, Any]:
+def timeline_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "timeline",
         (
@@ -114,7 +115,7 @@ def timeline_spec(limits: ToolLimits) -> dict[str, Any]:
         }, required=["topic"])
 
 
-def standing_rules_spec(limits: ToolLimits) -> dict[str, Any]:
+def standing_rules_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "standing_rules",
         (
@@ -127,7 +128,7 @@ def standing_rules_spec(limits: ToolLimits) -> dict[str, Any]:
         })
 
 
-def topic_sessions_spec(limits: ToolLimits) -> dict[str, Any]:
+def topic_sessions_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "topic_sessions",
         (
@@ -143,7 +144,7 @@ def topic_sessions_spec(limits: ToolLimits) -> dict[str, Any]:
         }, required=["topic"])
 
 
-def session_outline_spec(limits: ToolLimits) -> dict[str, Any]:
+def session_outline_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "session_outline",
         (
@@ -152,7 +153,7 @@ def session_outline_spec(limits: ToolLimits) -> dict[str, Any]:
         {"session": {"type": "integer", "description": "The session number."}}, required=["session"])
 
 
-def read_messages_spec(limits: ToolLimits) -> dict[str, Any]:
+def read_messages_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "read_messages",
         (
@@ -168,7 +169,7 @@ def read_messages_spec(limits: ToolLimits) -> dict[str, Any]:
         })
 
 
-def cypher_spec(limits: ToolLimits) -> dict[str, Any]:
+def cypher_spec(limits: ToolLimits) -> FunctionSpec:
     return _function(
         "cypher",
         (
@@ -185,7 +186,7 @@ def cypher_spec(limits: ToolLimits) -> dict[str, Any]:
         {"query": {"type": "string", "description": "A read-only Cypher query."}}, required=["query"])
 
 
-def tool_specs(limits: ToolLimits) -> dict[str, dict[str, Any]]:
+def tool_specs(limits: ToolLimits) -> dict[str, FunctionSpec]:
     """Every tool's spec by name, in the order the agent sees them."""
     return {"hybrid_search": hybrid_search_spec(limits), "entity_statements": entity_statements_spec(limits),
             "timeline": timeline_spec(limits), "standing_rules": standing_rules_spec(limits),

@@ -27,6 +27,8 @@ from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
 if TYPE_CHECKING:
     from neo4j import Driver
 
+    from ..llm.wire import JsonObject, ToolSpec
+
 __all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolLimits", "ToolResult", "cut"]
 
 
@@ -50,7 +52,7 @@ class ToolLimits:
 
 # --- the tools --------------------------------------------------------------------------------
 
-def openai_tools(limits: ToolLimits | None = None) -> list[dict[str, Any]]:
+def openai_tools(limits: ToolLimits | None = None) -> list[ToolSpec]:
     """The tools as the agent is sent them (OpenAI ``tools`` format): no graph needed to list them."""
     return [{"type": "function", "function": spec} for spec in tool_specs(limits or ToolLimits()).values()]
 
@@ -71,7 +73,7 @@ class ToolBox:
         self._deadline = deadline  # seconds left for the question, or None
         self._dates: dict[int, str | None] | None = None
         self._specs = tool_specs(self.limits)
-        self._tools: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
+        self._tools: dict[str, Callable[[JsonObject], ToolResult]] = {
             "hybrid_search": self.hybrid_search, "entity_statements": self.entity_statements,
             "timeline": self.timeline, "standing_rules": self.standing_rules,
             "topic_sessions": self.topic_sessions,
@@ -86,7 +88,7 @@ class ToolBox:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[ToolSpec]:
         return [{"type": "function", "function": self._specs[name]} for name in self._tools]
 
     def call(self, name: str, arguments: Any) -> ToolResult:
@@ -167,7 +169,7 @@ class ToolBox:
     # -- hybrid_search -------------------------------------------------------------------------
 
 
-    def hybrid_search(self, args: dict[str, Any]) -> ToolResult:
+    def hybrid_search(self, args: JsonObject) -> ToolResult:
         query = arg_str(args, "query")
         limit = arg_int(args, "limit", 10, 1, self.limits.max_search_hits)
         kind = args.get("kind") or "any"
@@ -193,7 +195,7 @@ class ToolBox:
     # -- entity_statements ---------------------------------------------------------------------
 
 
-    def entity_statements(self, args: dict[str, Any]) -> ToolResult:
+    def entity_statements(self, args: JsonObject) -> ToolResult:
         name = arg_str(args, "name", max_len=200)
         entities = self._match_entities(name, self.limits.max_entities)
         if not entities:
@@ -214,7 +216,7 @@ class ToolBox:
     # -- timeline ------------------------------------------------------------------------------
 
 
-    def timeline(self, args: dict[str, Any]) -> ToolResult:
+    def timeline(self, args: JsonObject) -> ToolResult:
         topic = arg_str(args, "topic", max_len=200)
         entities = self._match_entities(topic, 5)
         eids = [e["id"] for e in entities]
@@ -259,7 +261,7 @@ class ToolBox:
 
     # -- topic_sessions ------------------------------------------------------------------------
 
-    def topic_sessions(self, args: dict[str, Any]) -> ToolResult:
+    def topic_sessions(self, args: JsonObject) -> ToolResult:
         topic = arg_str(args, "topic", max_len=500)
         per_session = arg_int(args, "per_session", PER_SESSION, 1, self.limits.max_per_session)
         replies = args.get("replies", True)
@@ -279,7 +281,7 @@ class ToolBox:
 
     # -- session_outline -----------------------------------------------------------------------
 
-    def session_outline(self, args: dict[str, Any]) -> ToolResult:
+    def session_outline(self, args: JsonObject) -> ToolResult:
         session = arg_int(args, "session", None, 0, 1 << 31)
         if session is None:
             raise ToolArgumentError("argument 'session' (a session number) is required")
@@ -294,7 +296,7 @@ class ToolBox:
     # -- standing_rules ------------------------------------------------------------------------
 
 
-    def standing_rules(self, args: dict[str, Any]) -> ToolResult:
+    def standing_rules(self, args: JsonObject) -> ToolResult:
         topic = arg_str(args, "topic", required=False, max_len=200)
         rule_filter = "(" + " OR ".join(f"s:{t}" for t in RULE_TYPES) + ")"
         if topic is None:
@@ -318,7 +320,7 @@ class ToolBox:
     # -- read_messages -------------------------------------------------------------------------
 
 
-    def read_messages(self, args: dict[str, Any]) -> ToolResult:
+    def read_messages(self, args: JsonObject) -> ToolResult:
         raw_ids = args.get("ids") or []
         if isinstance(raw_ids, (int, str)):
             raw_ids = [raw_ids]
@@ -374,7 +376,7 @@ class ToolBox:
     # -- cypher --------------------------------------------------------------------------------
 
 
-    def cypher(self, args: dict[str, Any]) -> ToolResult:
+    def cypher(self, args: JsonObject) -> ToolResult:
         query = arg_str(args, "query", max_len=5000)
         return run_cypher_tool(self.driver, self.database, query, timeout_s=self._limits().timeout_s,
                                max_rows=self.limits.cypher_max_rows,

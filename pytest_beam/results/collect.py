@@ -8,22 +8,41 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 from .. import __version__
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
+    from ..llm.meter import UsageByRole, UsageCounts
     from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
     from .record import QuestionRecord, RunRecord
+    from .schema import UsageRow
+
+
+class IngestEntry(TypedDict, total=False):
+    """One ingest as the run collects it (``session.collector``), keyed by its conversation (after
+    its system's name when systems are compared): a finished one has the report's fields, a failed
+    one says why in ``failed``; both keep their time and the calls they made. The record's
+    ``graph`` is these without the usage."""
+
+    cache_hit: bool
+    chunks: int
+    empty_extractions: int
+    entities_by_type: dict[str, int]
+    relations_by_type: dict[str, int]
+    seconds: Required[float]
+    usage: Required[UsageByRole]
+    notes: list[str]
+    failed: str
 
 
 def build_record(*, run_id: str, started: float, settings: Settings, bench_set: BenchmarkSet | None,
-                 questions: list[QuestionRecord], ingest: dict[str, dict[str, Any]],
-                 usage: dict[str, dict[str, Any]], exitstatus: int, interrupted_by: str | None = None,
+                 questions: list[QuestionRecord], ingest: Mapping[str, IngestEntry],
+                 usage: UsageByRole, exitstatus: int, interrupted_by: str | None = None,
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
                  judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None) -> RunRecord:
     from .provenance import data_revision, scoring_stamp
@@ -81,22 +100,28 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     )
 
 
-def usage_by_system(questions: list[QuestionRecord], ingest: dict[str, dict[str, Any]],
-                    order: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+def usage_by_system(questions: list[QuestionRecord], ingest: Mapping[str, IngestEntry],
+                    order: list[str]) -> dict[str, dict[str, UsageRow]]:
     """system -> meter row -> usage, the ingest (keyed `system/conversation`, or bare for the only
     system) and every question's calls added up, systems in the selected order."""
     from .schema import UsageRow
 
-    out: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in order}
+    out: dict[str, dict[str, UsageRow]] = {name: {} for name in order}
     for key, info in ingest.items():
         system = key.split("/", 1)[0] if "/" in key else (order[0] if order else "graphrag")
         # as the record's rows: the meter's latency_s is a row's seconds, as in every question's usage
-        rows = {role: UsageRow.model_validate(row).model_dump() for role, row in (info.get("usage") or {}).items()}
-        add_usage(out.setdefault(system, {}), rows)
+        _add_rows(out.setdefault(system, {}),
+                  {role: UsageRow.model_validate(row) for role, row in (info.get("usage") or {}).items()})
     for question in questions:
         system = question.system or (order[0] if order else "graphrag")
-        add_usage(out.setdefault(system, {}), {role: row.model_dump() for role, row in question.usage.items()})
+        _add_rows(out.setdefault(system, {}), question.usage)
     return {name: rows for name, rows in out.items() if rows}
+
+
+def _add_rows(total: dict[str, UsageRow], part: Mapping[str, UsageRow]) -> None:
+    for role, row in part.items():
+        mine = total.get(role)
+        total[role] = row.model_copy() if mine is None else mine + row
 
 
 def _question(question: QuestionRecord, bench_set: BenchmarkSet | None) -> QuestionRecord:
@@ -130,10 +155,20 @@ def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | No
     return path
 
 
-def add_usage(total: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:
-    for role, usage in part.items():
-        row = total.setdefault(role, {})
-        for key, value in usage.items():
+def add_usage(total: UsageByRole, part: Mapping[str, UsageCounts]) -> None:
+    """Add usage rows into ``total``, role by role."""
+    from ..llm.meter import Usage
+
+    for role, row in part.items():
+        mine = total.get(role)
+        total[role] = (Usage.from_dict(row) if mine is None else Usage.from_dict(mine) + Usage.from_dict(row)).to_dict()
+
+
+def add_counts(total: dict[str, dict[str, int]], part: Mapping[str, Mapping[str, int]]) -> None:
+    """Add counts into ``total`` by name and key (the model relay's requests per system)."""
+    for name, counts in part.items():
+        row = total.setdefault(name, {})
+        for key, value in counts.items():
             if isinstance(value, (int, float)):
                 row[key] = row.get(key, 0) + value
 

@@ -46,8 +46,8 @@ def _client(settings: Settings, judge_model: str, say: Callable[[str], None]) ->
             raise JudgeCheckError(str(exc)) from None
         settings = dataclasses.replace(settings, base_url=base_url, api_key=None, model=judge_model,
                                        judge_model=judge_model, endpoint_identity=embedded_model.CACHE_IDENTITY,
-                                       **{k: v for k, v in EMBEDDED_DEFAULTS.items()
-                                          if k in ("concurrency", "timeout")})
+                                       concurrency=EMBEDDED_DEFAULTS["concurrency"],
+                                       timeout=EMBEDDED_DEFAULTS["timeout"])
     client = ModelClient(
         EndpointConfig(base_url=settings.base_url, api_key=settings.api_key, timeout_s=settings.timeout,
                        max_retries=settings.max_retries, concurrency=settings.concurrency,

@@ -9,12 +9,13 @@ test, the workers' parts and the controller run the same version, so a key nobod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from pydantic import (
     AliasChoices,
     ConfigDict,
     Field,
+    JsonValue,
     SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationInfo,
@@ -45,6 +46,14 @@ ROLES: tuple[str, ...] = (*_CHAT_ROLES, EMBEDDING_ROLE)
 KNOWN_BAD_FLAG = "known_bad_rubric"
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+
+#: A step of a question's trace as a record holds it: a ``system.TraceStep`` when this version
+#: wrote it, whatever another version or a system of its own wrote when a file is read back, so
+#: open; readers check the keys they use (``store.normalize_step``).
+RecordedStep: TypeAlias = dict[str, Any]
+#: A run's settings as a record holds them: ``settings.SettingsSnapshot`` when written, the
+#: options of whichever version wrote the file when read back (options come and go), so open.
+RecordedRunSettings: TypeAlias = dict[str, Any]
 
 #: Validation context for a record read from a file: a question's keys this version does not
 #: know (a newer version wrote them) are dropped, not refused.
@@ -135,7 +144,7 @@ class QuestionRecord(_Model):
         default=None,
         description="Tokens the system put in front of the answering model for this question (None: not measured)")
     system: str | None = Field(default=None, description="The memory system that answered (--beam-system name)")
-    trace: list[dict[str, Any]] = Field(
+    trace: list[RecordedStep] = Field(
         default_factory=list,
         description="Agent steps: {kind: model|tool, tool, arguments, result_chars, message_ids, text?}; "
         "may be empty here, always present in the trace file",
@@ -161,7 +170,7 @@ class QuestionRecord(_Model):
                 data.pop(name, None)
         return data
 
-    def in_run_dict(self) -> dict[str, Any]:
+    def in_run_dict(self) -> dict[str, JsonValue]:
         """This result as the run carries it: the fields set so far (so whoever reads it back knows
         which ones were), run-only fields included, the trace left out (it has its own file)."""
         return self.model_dump(mode="json", exclude_unset=True, exclude={"trace"}, context=_IN_RUN)
@@ -234,7 +243,7 @@ class RunRecord(_Model):
     label: str | None = Field(None, description="--beam-label: the user's name for this run")
     rejudged_from: str | None = Field(None, description="The run id whose answers this record scored again")
     judge_is_agent: bool = False
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: RecordedRunSettings = Field(default_factory=dict)
     pass_score: float | None = None
     questions: list[QuestionRecord] = Field(default_factory=list)
     abilities: dict[str, AbilityStats] = Field(default_factory=dict)

@@ -38,6 +38,7 @@ from .schema import (
     RECORD_FILE,
     RECORD_FILE_CONTEXT,
     TRACE_FILE,
+    RecordedStep,
     RunRecord,
 )
 
@@ -180,20 +181,20 @@ def iter_trace(run_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
-def normalize_step(step: dict[str, Any]) -> dict[str, Any]:
+def normalize_step(step: RecordedStep) -> RecordedStep:
     """An agent step with a ``kind`` (the agent writes ``type``): model, tool, note, ..."""
     if "kind" in step or "type" not in step:
         return step
     return {"kind": step["type"], **{k: v for k, v in step.items() if k != "type"}}
 
 
-def load_traces(run_dir: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
+def load_traces(run_dir: str | os.PathLike[str]) -> dict[str, list[RecordedStep]]:
     """Agent steps per question id, read from the run's trace file (empty when there is none).
 
     Understands both one line per step (``{"question_id"|"question": id, "kind": "model"|"tool", ...}``)
     and one line per answer (``{"question": id, "kind": "agent_trace", "steps": [...]}``).
     """
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[RecordedStep]] = {}
     if not (Path(run_dir) / TRACE_FILE).is_file():
         return out
     for line in iter_trace(run_dir):

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..data.records import ProbingQuestion
 from ..llm.structured import extract_json_object
+from ..llm.wire import ResponseFormat, WireMessage
 from .prompts import JUDGE_PROMPT
 
 __all__ = [
@@ -57,9 +58,9 @@ class JudgeModel(Protocol):
         self,
         *,
         role: Literal["judge"],
-        messages: list[dict[str, str]],
+        messages: list[WireMessage],
         max_tokens: int | None = None,
-        response_format: Any = None,
+        response_format: ResponseFormat | None = None,
         repeat: int = 0,
         accept: Callable[[str | None], bool] | None = None,
     ) -> JudgeReply: ...
@@ -77,12 +78,12 @@ TRUNCATED_RETRY_FACTOR = 4
 # endpoint that supports it (llama-server, OpenAI, vLLM) can only reply in the shape the prompt
 # asks for, so a small judge's verdict parses; one that refuses it is asked plain (ModelClient.chat)
 # and the reply is parsed from text as before. The record keeps which way each reply came.
-JUDGE_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {
+JUDGE_FORMAT: ResponseFormat = {"type": "json_schema", "json_schema": {
     "name": "beam_verdict", "strict": False, "schema": {
     "type": "object",
     "properties": {"score": {"type": "number", "enum": [1.0, 0.5, 0.0]}, "reason": {"type": "string"}},
     "required": ["score", "reason"]}}}
-CLASSIFIER_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {
+CLASSIFIER_FORMAT: ResponseFormat = {"type": "json_schema", "json_schema": {
     "name": "beam_same_event", "strict": False, "schema": {
     "type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}}}
 TEXT_FORMAT = "text"  # a reply asked for plain (no response_format, or the endpoint refused it)
@@ -103,9 +104,9 @@ def _cut_off(result: JudgeReply) -> bool:
     return getattr(result, "finish_reason", None) == "length"
 
 
-def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: int = JUDGE_MAX_TOKENS,
+def ask_judge(judge: JudgeModel, messages: list[WireMessage], *, max_tokens: int = JUDGE_MAX_TOKENS,
               repeat: int = 0, undecided: Callable[[str], bool] = lambda text: True,
-              response_format: dict[str, Any] | None = JUDGE_FORMAT,
+              response_format: ResponseFormat | None = JUDGE_FORMAT,
               parses: Callable[[str], bool] = lambda text: True) -> JudgeText:
     """One judge question (role ``"judge"``); client exceptions propagate.
 
@@ -137,7 +138,7 @@ def ask_judge(judge: JudgeModel, messages: list[dict[str, str]], *, max_tokens: 
     if result.text is None:
         flags.add("parse_error")
     # a client that does not say how it asked (a scripted judge) sent what it was given
-    sent = getattr(result, "response_format", (response_format or {}).get("type"))
+    sent = getattr(result, "response_format", response_format.get("type") if response_format else None)
     return JudgeText(result.text or "", frozenset(flags), calls, sent or TEXT_FORMAT)
 
 

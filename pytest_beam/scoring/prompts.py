@@ -14,6 +14,11 @@ checks them byte for byte against the quoted upstream source.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..llm.wire import WireMessage
+
 __all__ = [
     "JUDGE_PROMPT",
     "BINARY_CLASSIFIER_SYSTEM",
@@ -119,7 +124,7 @@ def binary_classifier_user(first_paragraph: str, second_paragraph: str) -> str:
     # ---- end verbatim ---------------------------------------------------------------------------
 
 
-def binary_classifier_messages(first_paragraph: str, second_paragraph: str) -> list[dict[str, str]]:
+def binary_classifier_messages(first_paragraph: str, second_paragraph: str) -> list[WireMessage]:
     """``[system, user]`` exactly as upstream builds them for one yes/no equivalence call."""
     return [
         {"role": "system", "content": BINARY_CLASSIFIER_SYSTEM},

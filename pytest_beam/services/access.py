@@ -23,7 +23,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .base import Neo4jConnection, Neo4jServiceDown
 
@@ -103,13 +103,19 @@ def plan_steps(plan: Any) -> list[tuple[str, str]]:
     return steps
 
 
-class ReadResult(list):
+#: One row of a Cypher result (``record.data()``): the query's columns by name. Open by nature:
+#: each query chooses its columns, and Neo4j's values are what the query returns (numbers, text,
+#: lists, maps, nodes as maps); the query's code reads the columns it asked for.
+CypherRow: TypeAlias = dict[str, Any]
+
+
+class ReadResult(list[CypherRow]):
     """The rows of :func:`run_read` (a ``list`` of ``dict``) plus ``truncated``: True when the
     query had more than ``max_rows`` rows and the rest were dropped."""
 
     truncated: bool = False
 
-    def __init__(self, rows: list[dict[str, Any]] = (), truncated: bool = False) -> None:  # type: ignore[assignment]
+    def __init__(self, rows: list[CypherRow] = (), truncated: bool = False) -> None:  # type: ignore[assignment]
         super().__init__(rows)
         self.truncated = truncated
 
@@ -163,7 +169,7 @@ def run_read(
             if reason:
                 raise QueryRefused(reason)
         result = tx.run(cypher, dict(params or {}))
-        rows: list[dict[str, Any]] = []
+        rows: list[CypherRow] = []
         truncated = False
         for record in result:
             if max_rows is not None and len(rows) >= max_rows:
@@ -187,10 +193,10 @@ def run_read(
         raise _down_error(driver, database, exc) from exc
 
 
-class WriteResult(list):
+class WriteResult(list[CypherRow]):
     """The rows of :func:`run_write` plus ``counters`` (nodes_created, properties_set, ...)."""
 
-    def __init__(self, rows: list[dict[str, Any]] = (), counters: dict[str, int] | None = None) -> None:  # type: ignore[assignment]
+    def __init__(self, rows: list[CypherRow] = (), counters: dict[str, int] | None = None) -> None:  # type: ignore[assignment]
         super().__init__(rows)
         self.counters = counters or {}
 
@@ -229,7 +235,7 @@ def run_autocommit(
     database: str | None,
     cypher: str,
     params: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[CypherRow]:
     """Run ``cypher`` as an auto-commit query, for what a managed transaction cannot hold:
     ``CALL {...} IN TRANSACTIONS`` and administration (``CREATE DATABASE``). Not retried."""
     try:

@@ -15,7 +15,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,6 +23,8 @@ from ..files import atomic_write
 
 if TYPE_CHECKING:
     from ..data.ids import ItemId
+    from ..llm.meter import UsageByRole, UsageCounts
+    from ..results.collect import IngestEntry
     from ..results.record import RunRecord
     from ..results.schema import Outcome, QuestionRecord
     from ..system import IngestReport
@@ -33,9 +35,9 @@ class RunCollector:
     def __init__(self, session: BeamSession) -> None:
         self.session = session
         self.questions: dict[str, QuestionRecord] = {}  # by item id; the fields set are the ones known
-        self.ingest: dict[str, dict[str, Any]] = {}
+        self.ingest: dict[str, IngestEntry] = {}
         self.services: dict[str, str] = {}
-        self.meter: dict[str, dict[str, Any]] = {}
+        self.meter: UsageByRole = {}
         self.relay: dict[str, dict[str, int]] = {}  # the model relay's requests, merged from every process
         self.started = time.time()
         self.record: RunRecord | None = None
@@ -59,19 +61,19 @@ class RunCollector:
                     "relay": self._own_relay()}
             atomic_write(self.parts / f"{self.session.process_name}.json", json.dumps(part, default=str))
 
-    def add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
+    def add_ingest(self, conversation_id: str, report: IngestReport, usage: UsageByRole) -> None:
         with self._lock:
             self._add_ingest(conversation_id, report, usage)
             self.persist()
 
-    def _add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
+    def _add_ingest(self, conversation_id: str, report: IngestReport, usage: UsageByRole) -> None:
         self.ingest[conversation_id] = {
             "cache_hit": report.cache_hit, "chunks": report.chunks, "empty_extractions": report.empty_extractions,
             "entities_by_type": dict(report.entities_by_type), "relations_by_type": dict(report.relations_by_type),
             "seconds": round(report.seconds, 3), "usage": usage, "notes": list(report.notes),
         }
 
-    def add_failed_ingest(self, conversation_id: str, seconds: float, usage: dict[str, Any], error: str) -> None:
+    def add_failed_ingest(self, conversation_id: str, seconds: float, usage: UsageByRole, error: str) -> None:
         """An ingest that raised or was interrupted: its time and the calls it made are kept."""
         with self._lock:
             self.ingest[conversation_id] = {"failed": error, "seconds": round(seconds, 3), "usage": usage}
@@ -122,7 +124,7 @@ class RunCollector:
         """Every worker's part, as its last write left it (a worker that died keeps what it wrote),
         and every process's journal of model calls, this one's included."""
         from ..llm import read_journals
-        from ..results.collect import add_usage
+        from ..results.collect import add_counts
 
         self.meter = {role: usage.to_dict() for role, usage in
                       read_journals(sorted(self.parts.glob("*.usage.jsonl"))).items()}
@@ -132,7 +134,7 @@ class RunCollector:
                 if "failed" not in info or cid not in self.ingest:  # a finished ingest wins over a failed one
                     self.ingest[cid] = info
             self.services.update(part.get("services", {}))
-            add_usage(self.relay, part.get("relay", {}))
+            add_counts(self.relay, part.get("relay", {}))
             for key, entry in part.get("questions", {}).items():
                 theirs = _part_result(path, key, entry)
                 mine = self.questions.setdefault(key, theirs)
@@ -142,7 +144,7 @@ class RunCollector:
     def finish(self, exitstatus: int) -> int:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
-        from ..results.collect import add_usage, build_record, write_run
+        from ..results.collect import add_counts, add_usage, build_record, write_run
 
         session = self.session
         self.merge_parts()
@@ -157,7 +159,7 @@ class RunCollector:
             # holding only workers' parts and progress logs
             shutil.rmtree(session.run_dir, ignore_errors=True)
             return exitstatus
-        add_usage(self.relay, self._own_relay())
+        add_counts(self.relay, self._own_relay())
         check = self.judge_check
         if check is not None and check.usage:  # made on the controller by its own client, before the questions
             add_usage(self.meter, {"judge check": _one_row(check.usage)})
@@ -267,14 +269,11 @@ def verdict_of(question: QuestionRecord) -> str | None:
     return question.outcome if "outcome" in question.model_fields_set else None
 
 
-def _one_row(usage: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _one_row(usage: UsageByRole) -> UsageCounts:
     """A meter's rows (by role) summed into one row."""
-    from ..results.collect import add_usage
+    from ..llm.meter import Usage
 
-    total: dict[str, dict[str, Any]] = {}
-    for row in usage.values():
-        add_usage(total, {"all": row})
-    return total.get("all", {})
+    return sum((Usage.from_dict(row) for row in usage.values()), Usage()).to_dict()
 
 
 def _outcome(report: pytest.TestReport) -> Outcome:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,6 +27,9 @@ from ..settings import (
 )
 from .project import spaced_value_problem
 from .state import STASH_KEY, BeamSession
+
+if TYPE_CHECKING:
+    from ..llm.cassette import RecordedSettings
 
 # Flags that, given on the command line, ask for the BEAM suite.
 SUITE_FLAGS = ("--beam", "--beam-mode", "--beam-data")
@@ -63,7 +67,7 @@ def open_session(config: pytest.Config) -> BeamSession | None:
 
     root, ini_dir = config.rootpath, (config.inipath.parent if config.inipath else None)
 
-    def settle(recorded: dict[str, object] | None = None) -> Settings:
+    def settle(recorded: RecordedSettings | None = None) -> Settings:
         return resolve(
             get_flag=lambda name: config.getoption("beam_" + name, None) if OPTION_BY_NAME[name].flag else None,
             get_ini=get_ini, rootdir=root, invocation_dir=config.invocation_params.dir, ini_dir=ini_dir,

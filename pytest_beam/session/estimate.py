@@ -127,7 +127,7 @@ def estimate_run(bench_set: BenchmarkSet, questions: list[ProbingQuestion], sett
         chunks = chunk_documents(bench_set.documents[cid], settings.chunk_tokens)
         estimate.chunks[cid] = len(chunks)
         for chunk in chunks:
-            prompt = schema_tokens + sum(_tokens(m["content"]) for m in extraction_messages(chunk))
+            prompt = schema_tokens + sum(_tokens(m.get("content") or "") for m in extraction_messages(chunk))
             estimate.phases["extraction"].add(1, prompt, int(chunk.tokens * a["extraction_completion_ratio"]) + 60)
         resolution_calls = round(len(chunks) * a["resolution_calls_per_chunk"])
         estimate.phases["resolution"].add(resolution_calls, resolution_calls * a["resolution_prompt_tokens"],

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..llm.meter import UsageByRole
     from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
     from .state import BeamSession
@@ -51,7 +52,7 @@ class SessionJudgeCheck:
     """What the check left for the record: the check and its usage, or the one-line reason it failed."""
 
     check: JudgeCheck | None = None
-    usage: dict[str, dict[str, Any]] | None = None
+    usage: UsageByRole | None = None
     error: str | None = None
 
 

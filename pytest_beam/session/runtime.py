@@ -10,7 +10,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from ..systems import DEFAULT_SYSTEM
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
     from ..llm import Meter, ModelClient
+    from ..llm.meter import Snapshot, UsageByRole
     from ..llm.relay import ModelRelay
     from ..scoring import QuestionScore
     from ..scoring.names import ProfileName
@@ -39,7 +40,7 @@ class ConversationRun:
     conversation_id: str
     system: MemorySystem
     ingest: IngestReport
-    ingest_usage: dict[str, Any]
+    ingest_usage: UsageByRole
     system_name: str = DEFAULT_SYSTEM  # the selected name the answers are recorded under
 
 
@@ -50,7 +51,7 @@ class Outcome:
     question: ProbingQuestion
     answer: SystemAnswer
     score: QuestionScore | None  # None: the answer was given but judging it failed
-    usage: dict[str, dict[str, Any]]
+    usage: UsageByRole
     seconds: dict[str, float] = field(default_factory=dict)
     evidence_recall: float | None = None
     system: str | None = None  # the answering memory system's name
@@ -68,11 +69,11 @@ class TraceWriter:
     def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
         self.path = path
         self.secrets = secrets
-        self.context: dict[str, Any] = {}
+        self.context: dict[str, str] = {}  # where in the run: phase, question or conversation, system
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Mapping[str, object]) -> None:
         line = json.dumps({**self.context, **event}, default=str, sort_keys=True)
         for secret in self.secrets:
             line = line.replace(secret, "***")
@@ -374,5 +375,5 @@ def _failure_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:500]
 
 
-def _usage_dict(snapshot: Any) -> dict[str, dict[str, Any]]:
+def _usage_dict(snapshot: Snapshot) -> UsageByRole:
     return {role: usage.to_dict() for role, usage in snapshot.items()}

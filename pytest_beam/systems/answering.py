@@ -16,14 +16,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens
-from ..system import ModelStep, SystemAnswer, SystemContext
+from ..system import ModelStep, SystemAnswer, SystemContext, TraceNote
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
+    from ..llm.wire import WireMessage
 
 ANSWER_ROLE: Final = "agent"  # metered and capped as the answering phase, like the built-in agent
 ANSWER_MAX_TOKENS = 1024
@@ -77,16 +78,16 @@ def render_message(message: ChatMessage) -> str:
     return f"### message {message.id} | session {message.session} | {when} | {message.role}\n{message.text}"
 
 
-def build_prompt(messages: Sequence[ChatMessage], question: str) -> list[dict[str, str]]:
+def build_prompt(messages: Sequence[ChatMessage], question: str) -> list[WireMessage]:
     """The request's messages: instructions and chat excerpts as system, the question as user."""
     body = SEPARATOR.join(render_message(m) for m in messages) if messages else NO_MESSAGES
     return [{"role": "system", "content": INSTRUCTIONS + SEPARATOR + body},
             {"role": "user", "content": question}]
 
 
-def prompt_tokens(prompt: Sequence[dict[str, str]]) -> int:
+def prompt_tokens(prompt: Sequence[WireMessage]) -> int:
     """Local count of what the prompt sends (message contents; the endpoint's framing aside)."""
-    return sum(count_tokens(p["content"]) for p in prompt)
+    return sum(count_tokens(p.get("content") or "") for p in prompt)
 
 
 @dataclass(frozen=True)
@@ -128,14 +129,14 @@ def fit_to_budget(candidates: Sequence[ChatMessage], question: str, budget: int)
 
 def answer_from_messages(models: ModelClient, question: SystemQuestion, candidates: Sequence[ChatMessage], *,
                          system: str, budget: int, flags: Sequence[str] = (),
-                         details: dict[str, Any] | None = None) -> SystemAnswer:
+                         details: TraceNote | None = None) -> SystemAnswer:
     """Fit the candidates to the budget, ask the answering model once, and say what was sent.
 
     `retrieved_message_ids` is exactly the messages in the prompt; the trace's first step notes
     them with the token counts, `details` (a system's own facts: scores, k, ...) added to it.
     """
     fitted = fit_to_budget(candidates, question.question, budget)
-    note: dict[str, Any] = {
+    note: TraceNote = {
         "type": "note", "event": "context", "system": system,
         "message_ids": [m.id for m in fitted.messages], "context_tokens": fitted.context_tokens,
         "message_tokens": fitted.message_tokens, "budget": budget, "candidates": len(candidates),

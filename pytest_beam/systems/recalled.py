@@ -13,16 +13,17 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens
-from ..system import ModelStep, SystemAnswer, SystemContext
+from ..system import ModelStep, SystemAnswer, SystemContext, TraceNote
 from .answering import ANSWER_MAX_TOKENS, ANSWER_ROLE, FLAG_NO_ANSWER, SEPARATOR
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
     from ..llm.relay import ModelRelay
+    from ..llm.wire import WireMessage
 
 def harness_relay(context: SystemContext) -> ModelRelay:
     """The harness's model relay, which an outside system's library calls its models through."""
@@ -88,19 +89,19 @@ def render(memory: Recalled) -> str:
     return f"### memory | {where} | {when}\n{memory.text}"
 
 
-def build_prompt(memories: Sequence[Recalled], question: str) -> list[dict[str, str]]:
+def build_prompt(memories: Sequence[Recalled], question: str) -> list[WireMessage]:
     body = SEPARATOR.join(render(m) for m in memories) if memories else NO_MEMORIES
     return [{"role": "system", "content": INSTRUCTIONS + SEPARATOR + body},
             {"role": "user", "content": f"Question: {question}"}]
 
 
 def answer_from_recalled(models: ModelClient, question: SystemQuestion, memories: Sequence[Recalled], *,
-                         system: str, details: dict[str, Any] | None = None) -> SystemAnswer:
+                         system: str, details: TraceNote | None = None) -> SystemAnswer:
     """One answering call over the recalled memories; the trace notes what was recalled and from where."""
     prompt = build_prompt(memories, question.question)
-    context_tokens = sum(count_tokens(p["content"]) for p in prompt)
+    context_tokens = sum(count_tokens(p.get("content") or "") for p in prompt)
     ids = sorted({i for m in memories for i in m.message_ids})
-    note: dict[str, Any] = {
+    note: TraceNote = {
         "type": "note", "event": "recalled", "system": system, "message_ids": ids, "context_tokens": context_tokens,
         "memories": [{"ref": m.ref, "text": m.text, "message_ids": list(m.message_ids), "session": m.session,
                       "score": None if m.score is None else round(m.score, 4)} for m in memories],

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import fields
 
 from pytest_beam.llm import Meter, Usage, snapshot_from_dict, snapshot_to_dict
+from pytest_beam.llm.meter import UsageCounts
 
 
 def test_usage_adds_and_subtracts():
@@ -15,6 +17,12 @@ def test_usage_adds_and_subtracts():
     assert (a + b) - b == a and sum([a, b]) == a + b
     assert (a + b).total_tokens == 18
     assert Usage.from_dict({**a.to_dict(), "unknown_future_field": 3}) == a
+
+
+def test_usage_counts_names_every_field_of_usage_in_order():
+    """Usage.to_dict() is typed as UsageCounts (a cast): the two must not drift apart."""
+    assert list(UsageCounts.__annotations__) == [f.name for f in fields(Usage)]
+    assert list(Usage(calls=1).to_dict()) == list(UsageCounts.__annotations__)
 
 
 def test_meter_round_trips_merges_and_diffs():
