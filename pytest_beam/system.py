@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 class IngestReport:
     """What ingest did, for the record and the summary."""
 
-    cache_hit: bool
     chunks: int = 0
     empty_extractions: int = 0
     entities_by_type: dict[str, int] = field(default_factory=dict)

@@ -66,7 +66,7 @@ class RunCollector:
 
     def _add_ingest(self, conversation_id: str, report: IngestReport, usage: dict[str, Any]) -> None:
         self.ingest[conversation_id] = {
-            "cache_hit": report.cache_hit, "chunks": report.chunks, "empty_extractions": report.empty_extractions,
+            "chunks": report.chunks, "empty_extractions": report.empty_extractions,
             "entities_by_type": dict(report.entities_by_type), "relations_by_type": dict(report.relations_by_type),
             "seconds": round(report.seconds, 3), "usage": usage, "notes": list(report.notes),
         }

@@ -60,7 +60,7 @@ class BM25System(MemorySystem):
     def ingest(self, documents: list[Document]) -> IngestReport:
         self.messages = chat_messages(documents)
         self.index = BM25Index([m.text for m in self.messages])
-        return IngestReport(cache_hit=False, chunks=len(documents),
+        return IngestReport(chunks=len(documents),
                             notes=[f"BM25 index of {len(self.messages)} messages"])
 
     def retrieve(self, query: str) -> list[tuple[ChatMessage, float]]:

@@ -58,7 +58,7 @@ class DenseSystem(MemorySystem):
         texts = [message_embedding_text(m.text) for m in self.messages]
         vectors = self.embedder.embed(texts) if texts else []
         self.vectors = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1 if texts else 0)
-        return IngestReport(cache_hit=False, chunks=len(documents),
+        return IngestReport(chunks=len(documents),
                             notes=[f"{len(self.messages)} messages embedded with {self.embedder.name}"])
 
     def retrieve(self, query: str) -> list[tuple[ChatMessage, float]]:

@@ -56,7 +56,7 @@ class GoldEvidenceCeiling(MemorySystem):
 
     def ingest(self, documents: list[Document]) -> IngestReport:
         self.by_id = {m.id: m for m in chat_messages(documents)}
-        return IngestReport(cache_hit=False, chunks=len(documents),
+        return IngestReport(chunks=len(documents),
                             notes=["measurement aid: answers from each question's own source messages"])
 
     def answer(self, question: SystemQuestion) -> SystemAnswer:

@@ -156,7 +156,7 @@ class GraphitiSystem(MemorySystem):
                  f"{edges} facts (Neo4j of this conversation, model calls through the relay, no cross-encoder)"]
         if undated:
             notes.append(f"graphiti: {undated} messages had no session date and took the previous session's")
-        return IngestReport(cache_hit=False, chunks=len(chat), entities_by_type={"Entity": nodes},
+        return IngestReport(chunks=len(chat), entities_by_type={"Entity": nodes},
                             relations_by_type={"RELATES_TO": edges}, notes=notes)
 
     def recall(self, query: str) -> list[Recalled]:

@@ -24,7 +24,7 @@ class LongContextSystem(MemorySystem):
 
     def ingest(self, documents: list[Document]) -> IngestReport:
         self.messages = chat_messages(documents)
-        return IngestReport(cache_hit=False, chunks=len(documents),
+        return IngestReport(chunks=len(documents),
                             notes=[f"{len(self.messages)} messages held for the prompt"])
 
     def answer(self, question: SystemQuestion) -> SystemAnswer:

@@ -37,7 +37,7 @@ class CountingSystem(MemorySystem):
         self.driver = open_driver(self.connection)
         ids = [m.id for d in documents for m in d.messages]
         self.driver.execute_query("UNWIND $ids AS i MERGE (:M {id: i})", ids=ids, database_=self.connection.database)
-        return IngestReport(cache_hit=False, chunks=len(documents))
+        return IngestReport(chunks=len(documents))
 
     def answer(self, question):
         self.asked = getattr(self, "asked", 0) + 1
