@@ -146,15 +146,15 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session, require
     pairs = selected_pairs(pytest_session)
     if not pairs or pytest_session.config.option.collectonly:
         return
-    from .estimate import estimate_run, format_estimate
-    from .estimate_systems import estimate_systems, format_systems, total_of
+    from .estimate import estimate_systems, format_estimate, format_systems, over_cap, total_of
+    from .selection import bare_ids
 
     settings = session.settings
-    if {system for system, _ in pairs} == {"graphrag"}:  # the built-in alone: its estimate as always
-        estimate = estimate_run(session.bench_set, [q for _, q in pairs], settings)
-        text = format_estimate(estimate, settings)
+    per_system = estimate_systems(session.bench_set, pairs, settings)
+    single = next(iter(per_system.values())) if bare_ids(list(per_system)) else None
+    if single is not None:  # the default system alone: its one table, as always
+        estimate, text = single, format_estimate(single, settings)
     else:
-        per_system = estimate_systems(session.bench_set, pairs, settings)
         estimate, text = total_of(per_system), format_systems(per_system, settings)
     if settings.dry_run:
         from .endpoint import serving_line
@@ -166,6 +166,6 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session, require
         pytest_session.config.get_terminal_writer().line(DRY_RUN_LINE)
         return
     if settings.model_configured and not settings.replaying:
-        problem = estimate.over_cap(settings, require_caps=require_caps)
+        problem = over_cap(estimate, settings, require_caps=require_caps)
         if problem:
             raise pytest.UsageError(f"pytest-beam: {problem}")  # one line, exit 4
