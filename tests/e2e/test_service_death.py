@@ -44,7 +44,7 @@ class CountingSystem(MemorySystem):
         # the system never sees the ability: conv1's second question (abstention:1 in collection
         # order) is the one at which this conversation's JVM dies, as a crash would kill it
         if self.context.conversation_id == "1" and self.asked == 2:
-            service = get_session(CONFIG[0]).runtime.services["1"]
+            service = get_session(CONFIG[0]).graphs.services["1"]
             os.kill(service.pid, signal.SIGKILL)
             service.process.wait(timeout=30)
         rows = run_read(self.driver, self.connection.database, "MATCH (m:M) RETURN count(m) AS n", {},
