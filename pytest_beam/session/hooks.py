@@ -171,7 +171,7 @@ class GraphRAGProvider:
         from ..systems import make_system, system_names
 
         if context.system_name not in system_names():
-            return None  # a custom name nobody built: the runtime says so
+            return None  # a custom name nobody built: Conversations.open says so
         return make_system(context.system_name, context)
 
 
