@@ -2,8 +2,9 @@
 
 Kept light on purpose: this module is imported by every pytest run in an environment where the
 plugin is installed, so heavy libraries (neo4j, openai, pyarrow, the embedder) load only inside
-hooks that need them. When the suite is on, `pytest_configure` registers the run's BeamSession
-plugin object (`pytest_beam.session.hooks`), which carries the hooks of a benchmarking run.
+hooks that need them. When the suite is on, `pytest_configure` plans the run and registers its
+plugin object (`pytest_beam.session.hooks`), which carries the hooks of a benchmarking run and
+starts its BeamSession at session start.
 """
 
 from __future__ import annotations
@@ -53,13 +54,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # Answer snapshots are named by question id, not by syrupy's test-file convention (see
     # results/snapshots.py); syrupy says so on every write, which is expected here.
     config.addinivalue_line("filterwarnings", "ignore:\\nCan not relate snapshot:UserWarning")
-    from .session.configure import open_session
+    from .session.configure import plan_run
 
     try:
-        session = open_session(config)
+        plan = plan_run(config)
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-beam: {exc}") from None
-    if session is not None:
+    if plan is not None:
         from .session.hooks import register
 
-        register(session)
+        register(plan)

@@ -3,7 +3,9 @@
 The harness gives a system one conversation's documents to ingest, then asks it questions one at
 a time; the system answers with text, the trace of how it got there, and the message ids its
 retrieval surfaced (for evidence recall). Usage is metered by the model client the harness hands
-over, so a system that calls models through it is costed like the built-in one.
+over, so a system that calls models through it is costed like the built-in one. Before any of
+that, a dry run asks a registered system's class for its `estimate` of the calls it would make
+(`Estimate`); a system that cannot know them keeps the default, None, and is listed without one.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from .data.records import Document, SystemQuestion
 from .systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
+    from .data.records import ProbingQuestion
+    from .data.sets import BenchmarkSet
     from .llm import ModelClient
     from .llm.meter import UsageCounts
     from .llm.relay import ModelRelay
@@ -30,7 +34,6 @@ if TYPE_CHECKING:
 class IngestReport:
     """What ingest did, for the record and the summary."""
 
-    cache_hit: bool
     chunks: int = 0
     empty_extractions: int = 0
     entities_by_type: dict[str, int] = field(default_factory=dict)
@@ -99,6 +102,51 @@ class SystemAnswer:
     context_tokens: int | None = None
 
 
+# The length of an answer, in tokens, that a dry run assumes: what a baseline writes, and what the judge reads.
+ANSWER_TOKENS: Final = 250
+
+
+@dataclass
+class PhaseEstimate:
+    """One phase of a dry-run estimate: its model calls and their tokens."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, calls: int, prompt: int, completion: int) -> None:
+        self.calls += calls
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+
+
+@dataclass
+class Estimate:
+    """What a dry run expects a system to send on the selected questions, phase by phase.
+
+    A system's `MemorySystem.estimate` fills its own phases (its ingest and its answers); the
+    harness adds the judge's calls, which are the same whoever answered, and prints the table.
+    """
+
+    phases: dict[str, PhaseEstimate] = field(default_factory=dict)
+    chunks: dict[str, int] = field(default_factory=dict)  # conversation -> chunks ingested (0: no ingest call)
+    questions: int = 0
+    summary: str = ""  # the line above the system's table: what it counted, what it assumed
+    assumptions: Mapping[str, object] = field(default_factory=dict)  # name -> value, printed with the estimate
+
+    @property
+    def calls(self) -> int:
+        return sum(p.calls for p in self.phases.values())
+
+    @property
+    def tokens(self) -> int:
+        return sum(p.tokens for p in self.phases.values())
+
+
 class MemorySystem(ABC):
     """One instance per conversation; the harness calls ingest once, then answer per question."""
 
@@ -115,6 +163,15 @@ class MemorySystem(ABC):
 
     def close(self) -> None:  # noqa: B027 -- optional: most systems hold nothing to release
         """Release what the system holds (drivers, files); the harness stops services itself."""
+
+    @classmethod
+    def estimate(cls, bench_set: BenchmarkSet, questions: list[ProbingQuestion],
+                 settings: Settings) -> Estimate | None:
+        """The dry run's estimate of this system's own model calls on `questions` (its ingest of
+        their conversations and its answers; the harness adds the judge's), counted with no model
+        and no service. None, the default, when the system cannot know them before it runs (an
+        outside library decides them): the dry run lists it without an estimate."""
+        return None
 
 
 @dataclass

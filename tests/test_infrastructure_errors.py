@@ -30,7 +30,7 @@ class Asks(MemorySystem):
 
     def ingest(self, documents):
         self.context.models.chat(role="extraction", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
-        return IngestReport(cache_hit=False, chunks=1)
+        return IngestReport(chunks=1)
 
     def answer(self, question):
         return SystemAnswer(text="unused")

@@ -16,6 +16,10 @@ from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 if TYPE_CHECKING:
     from neo4j import Driver
 
+    from ..data.records import ProbingQuestion
+    from ..data.sets import BenchmarkSet
+    from ..settings import Settings
+    from ..system import Estimate
     from .embeddings import Embedder
 
 
@@ -89,3 +93,10 @@ class GraphRAGSystem(MemorySystem):
         if self._graph is not None:
             self._graph.driver.close()
             self._graph = None
+
+    @classmethod
+    def estimate(cls, bench_set: BenchmarkSet, questions: list[ProbingQuestion], settings: Settings) -> Estimate:
+        """Its extraction, resolution and agent calls, counted from the real chunks and prompts (estimate.py)."""
+        from .estimate import estimate_graphrag
+
+        return estimate_graphrag(bench_set, questions, settings)

@@ -180,8 +180,7 @@ def ingest_documents(
         notes.append(f"empty extractions (reply invalid after one retry): {', '.join(empty)}")
     seconds = time.monotonic() - started
     report = IngestReport(
-        # no graph is kept between runs: cache_hit stays (the harness records it) and is False
-        cache_hit=False, chunks=len(chunks), empty_extractions=len(empty),
+        chunks=len(chunks), empty_extractions=len(empty),
         entities_by_type=graph["entities_by_type"], relations_by_type=graph["relations_by_type"],
         seconds=seconds, notes=notes,
     )

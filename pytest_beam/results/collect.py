@@ -29,7 +29,6 @@ class IngestEntry(TypedDict, total=False):
     one says why in ``failed``; both keep their time and the calls they made. The record's
     ``graph`` is these without the usage."""
 
-    cache_hit: bool
     chunks: int
     empty_extractions: int
     entities_by_type: dict[str, int]

@@ -264,7 +264,7 @@ def cost_section(record: RunRecord, other: RunRecord | None = None) -> str:
         parts.append(_usage_table(other, "usage-baseline"))
     if record.graph:
         parts.append("<h3>Graph per conversation</h3>")
-        parts.append(html_table(["conversation", "entities", "relations", "chunks", "empty extractions", "cached",
+        parts.append(html_table(["conversation", "entities", "relations", "chunks", "empty extractions",
                                  "seconds"], graph_rows(record.graph)))
     if record.snapshot_changes:
         items = "".join(f'<li class="mono">{e(q)}</li>' for q in record.snapshot_changes)

@@ -257,8 +257,8 @@ class RunRecord(_Model):
     phase_seconds: dict[str, float] = Field(default_factory=dict, description="ingest, agent, judge -> seconds")
     graph: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="conversation -> {entities_by_type, relations_by_type, chunks, empty_extractions, cache_hit, "
-                    "seconds}",
+        description="conversation -> {entities_by_type, relations_by_type, chunks, empty_extractions, "
+                    "seconds} (an older record's cache_hit, always false, is read and not shown)",
     )
     snapshot_changes: list[str] = Field(default_factory=list)
     partial: bool = False

@@ -182,7 +182,7 @@ def render_summary(record: RunRecord) -> list[str]:
     if record.graph:
         out.append("")
         out.append("graph per conversation:")
-        out += table(["conversation", "entities", "relations", "chunks", "empty extr.", "cached", "seconds"],
+        out += table(["conversation", "entities", "relations", "chunks", "empty extr.", "seconds"],
                      graph_rows(record.graph), indent="  ")
 
     if record.snapshot_changes:

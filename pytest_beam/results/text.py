@@ -136,15 +136,13 @@ def graph_rows(graph: dict[str, dict[str, Any]]) -> list[list[str]]:
     rows = []
     for conv in sorted(graph):
         g = graph[conv] or {}
-        hit = g.get("cache_hit")
         if g.get("failed"):  # an ingest that did not finish: its time, no graph
-            rows.append([f"{conv} (failed)", "-", "-", "-", "-", "-",
+            rows.append([f"{conv} (failed)", "-", "-", "-", "-",
                          "-" if g.get("seconds") is None else f"{float(g['seconds']):.1f}"])
             continue
         rows.append([
             conv, fmt_int(count(g.get("entities_by_type"))), fmt_int(count(g.get("relations_by_type"))),
             fmt_int(count(g.get("chunks"))), fmt_int(count(g.get("empty_extractions"))),
-            "-" if hit is None else ("yes" if hit else "no"),
             "-" if g.get("seconds") is None else f"{float(g['seconds']):.1f}",
         ])
     return rows

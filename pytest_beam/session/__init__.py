@@ -1,10 +1,11 @@
-"""The pytest session of the benchmark: one `BeamSession` per pytest config, and its parts.
+"""The pytest session of the benchmark: one `RunPlan` and one `BeamSession` per pytest config, and their parts.
 
-`state` holds the session object; the modules beside it are the jobs it does (collection,
-fixtures, the runtime, a question's outcome, the estimate, xdist scheduling, progress, the
-collector of results). Only `state` is imported eagerly, so `pytest --help` stays light.
+`state` holds the two objects; the modules beside it are the jobs they do (planning at
+configure, the start, collection, fixtures, the model side, graph services, conversations, a
+question's step and its outcome, the estimate, xdist scheduling, progress, the collector of
+results). Only `state` is imported eagerly, so `pytest --help` stays light.
 """
 
-from .state import BeamSession, get_session
+from .state import BeamSession, RunPlan, get_session
 
-__all__ = ["BeamSession", "get_session"]
+__all__ = ["BeamSession", "RunPlan", "get_session"]

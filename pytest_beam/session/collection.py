@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import suite
-from .state import BeamSession
+from .state import BeamSession, RunPlan
 
 if TYPE_CHECKING:
     from _pytest.mark.structures import ParameterSet  # what pytest.param returns; not exported
 
     from ..data.records import ProbingQuestion
+    from ..data.sets import BenchmarkSet
 
 SUITE_NODEID = "beam"
 NO_MODEL_REASON = (
@@ -23,34 +24,35 @@ NO_MODEL_REASON = (
 )
 
 
-def load_questions(session: BeamSession) -> None:
-    """Load the question set at session start; a data problem stops the run before any test."""
+def load_questions(plan: RunPlan) -> tuple[list[str], BenchmarkSet]:
+    """The selected systems and the question set, at session start; a problem with either stops
+    the run before any test (and before any model or Neo4j starts)."""
     from ..data.errors import BeamDataError
     from ..data.sets import load_set
     from ..systems import UnknownSystem
     from .selection import custom_names, select_systems
 
+    settings = plan.settings
     try:
-        session.systems = select_systems(session.settings.system, custom_names(session.config))
+        systems = select_systems(settings.system, custom_names(plan.config))
     except (UnknownSystem, ValueError) as exc:
         pytest.exit(f"pytest-beam: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    if not session.settings.dry_run and not getattr(session.config.option, "collectonly", False):
+    if not settings.dry_run and not getattr(plan.config.option, "collectonly", False):
         from ..systems import missing_extra
 
-        missing = [line for name in session.systems if (line := missing_extra(name))]
-        if missing:  # before any model or Neo4j starts, not as an error per question
+        missing = [line for name in systems if (line := missing_extra(name))]
+        if missing:  # not as an error per question
             pytest.exit("pytest-beam: " + "; ".join(missing), returncode=pytest.ExitCode.USAGE_ERROR)
     try:
-        session.bench_set = load_set(session.settings.mode, session.settings.data, session.settings.conversations,
-                                     keep_markers=session.settings.keep_markers, tier=session.settings.tier)
+        bench_set = load_set(settings.mode, settings.data, settings.conversations,
+                             keep_markers=settings.keep_markers, tier=settings.tier)
     except BeamDataError as exc:
         raise pytest.UsageError(f"pytest-beam: data source problem: {exc}") from None  # one line, exit 4
+    return systems, bench_set
 
 
 def add_question_items(session: BeamSession, pytest_session: pytest.Session, items: list[pytest.Item]) -> None:
     """The suite module's items go first, through pytest's own hooks (counts, -v, reports)."""
-    if session.bench_set is None:
-        return
     module = pytest.Module.from_parent(pytest_session, path=Path(suite.__file__), nodeid=SUITE_NODEID)
     new = list(pytest_session.genitems(module))
     if not session.settings.model_configured and not session.settings.dry_run:
@@ -60,8 +62,6 @@ def add_question_items(session: BeamSession, pytest_session: pytest.Session, ite
 
 
 def parametrize(session: BeamSession, metafunc: pytest.Metafunc) -> None:
-    if session.bench_set is None:
-        return
     if metafunc.definition.nodeid.startswith(SUITE_NODEID + "::") and "beam_question" in metafunc.fixturenames:
         metafunc.parametrize(("beam_conversation", "beam_question"), question_params(session),
                              indirect=["beam_conversation"], scope="session")
@@ -72,7 +72,6 @@ def question_params(session: BeamSession) -> list[ParameterSet]:
     from ..data.sets import lite_spec
     from .selection import SystemRun, bare_ids, param_id
 
-    assert session.bench_set is not None
     lite_ids = set(lite_spec()["questions"])
     bare = bare_ids(session.systems)
     params: list[ParameterSet] = []
@@ -141,20 +140,20 @@ DRY_RUN_LINE = "pytest-beam: dry run: no model called and no service started"
 def check_estimate(session: BeamSession, pytest_session: pytest.Session, require_caps: bool = True) -> None:
     """After collection, on the controller: print the dry-run estimate (the run loop then runs
     nothing, see hooks), or refuse a run over the cap (`require_caps` False: no money spent)."""
-    if session.bench_set is None or session.is_worker:
+    if session.is_worker:
         return
     pairs = selected_pairs(pytest_session)
     if not pairs or pytest_session.config.option.collectonly:
         return
-    from .estimate import estimate_run, format_estimate
-    from .estimate_systems import estimate_systems, format_systems, total_of
+    from .estimate import estimate_systems, format_estimate, format_systems, over_cap, total_of
+    from .selection import bare_ids
 
     settings = session.settings
-    if {system for system, _ in pairs} == {"graphrag"}:  # the built-in alone: its estimate as always
-        estimate = estimate_run(session.bench_set, [q for _, q in pairs], settings)
-        text = format_estimate(estimate, settings)
+    per_system = estimate_systems(session.bench_set, pairs, settings)
+    single = next(iter(per_system.values())) if bare_ids(list(per_system)) else None
+    if single is not None:  # the default system alone: its one table, as always
+        estimate, text = single, format_estimate(single, settings)
     else:
-        per_system = estimate_systems(session.bench_set, pairs, settings)
         estimate, text = total_of(per_system), format_systems(per_system, settings)
     if settings.dry_run:
         from .endpoint import serving_line
@@ -166,6 +165,6 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session, require
         pytest_session.config.get_terminal_writer().line(DRY_RUN_LINE)
         return
     if settings.model_configured and not settings.replaying:
-        problem = estimate.over_cap(settings, require_caps=require_caps)
+        problem = over_cap(estimate, settings, require_caps=require_caps)
         if problem:
             raise pytest.UsageError(f"pytest-beam: {problem}")  # one line, exit 4

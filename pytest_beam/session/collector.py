@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,43 +23,58 @@ from ..files import atomic_write
 
 if TYPE_CHECKING:
     from ..data.ids import ItemId
+    from ..data.sets import BenchmarkSet
     from ..llm.meter import UsageByRole, UsageCounts
     from ..results.collect import IngestEntry
     from ..results.record import RunRecord
     from ..results.schema import Outcome, QuestionRecord
+    from ..settings import Settings
     from ..system import IngestReport
+    from .interrupt import TerminateAsInterrupt
     from .judge_check import SessionJudgeCheck
-    from .state import BeamSession
+    from .state import RunPlan
+
+RelayCounts = Callable[[], dict[str, dict[str, int]]]
+
 
 class RunCollector:
-    def __init__(self, session: BeamSession) -> None:
-        self.session = session
+    """Built at session start, with what it reads: the plan (run folder, process), the run's settings,
+    systems and set, when the run started, this process's relay counts and the SIGTERM handler."""
+
+    def __init__(self, plan: RunPlan, settings: Settings, systems: list[str], bench_set: BenchmarkSet, *,
+                 started: float, relay_counts: RelayCounts, terminate: TerminateAsInterrupt) -> None:
+        self.plan, self.settings, self.systems, self.bench_set = plan, settings, systems, bench_set
+        self.relay_counts, self.terminate = relay_counts, terminate
         self.questions: dict[str, QuestionRecord] = {}  # by item id; the fields set are the ones known
         self.ingest: dict[str, IngestEntry] = {}
         self.services: dict[str, str] = {}
         self.meter: UsageByRole = {}
         self.relay: dict[str, dict[str, int]] = {}  # the model relay's requests, merged from every process
-        self.started = time.time()
+        self.started = started
         self.record: RunRecord | None = None
-        self.interrupted_by: str | None = None  # a signal's name, when one ended the run
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
         self.record_path: Path | None = None  # where finish wrote the record
         self.write_line: str | None = None  # set by finish when the record could not go where asked
         self.judge_check: SessionJudgeCheck | None = None  # the judge's calibration, when the run made one
-        self.parts = session.run_dir / "parts"
+        self.parts = plan.run_dir / "parts"
         self._lock = threading.RLock()  # model calls persist from the client's threads
+
+    @property
+    def interrupted_by(self) -> str | None:
+        """A signal's name, when one ended the run."""
+        return self.terminate.received
 
     # ------------------------------------------------------------ in any process
 
     def persist(self) -> None:
         """On an xdist worker: write this process's part whole (atomic), for the controller to merge."""
-        if not self.session.is_worker:
+        if not self.plan.is_worker:
             return
         with self._lock:
             part = {"ingest": self.ingest, "services": self.services,
                     "questions": {key: q.in_run_dict() for key, q in self.questions.items()},
-                    "relay": self._own_relay()}
-            atomic_write(self.parts / f"{self.session.process_name}.json", json.dumps(part, default=str))
+                    "relay": self.relay_counts()}
+            atomic_write(self.parts / f"{self.plan.process_name}.json", json.dumps(part, default=str))
 
     def add_ingest(self, conversation_id: str, report: IngestReport, usage: UsageByRole) -> None:
         with self._lock:
@@ -68,7 +83,7 @@ class RunCollector:
 
     def _add_ingest(self, conversation_id: str, report: IngestReport, usage: UsageByRole) -> None:
         self.ingest[conversation_id] = {
-            "cache_hit": report.cache_hit, "chunks": report.chunks, "empty_extractions": report.empty_extractions,
+            "chunks": report.chunks, "empty_extractions": report.empty_extractions,
             "entities_by_type": dict(report.entities_by_type), "relations_by_type": dict(report.relations_by_type),
             "seconds": round(report.seconds, 3), "usage": usage, "notes": list(report.notes),
         }
@@ -101,7 +116,7 @@ class RunCollector:
         entry = self.questions.get(str(item))
         if entry is None:
             entry = self.questions[str(item)] = QuestionRecord(
-                id=str(item.question), system=item.system or self.session.systems[0])
+                id=str(item.question), system=item.system or self.systems[0])
         if "beam_result" in props:
             result = _result(report.nodeid, str(props["beam_result"]))
             for name in result.model_fields_set:  # the result's fields replace the entry's
@@ -113,10 +128,6 @@ class RunCollector:
             elif report.when == "call":  # run again after a crashed worker: the new verdict stands alone
                 entry.error = None
                 entry.model_fields_set.discard("error")  # unknown again: a worker's part may fill it
-
-    def _own_relay(self) -> dict[str, dict[str, int]]:
-        runtime = self.session.runtime
-        return runtime.relay_counts() if runtime is not None else {}
 
     # ------------------------------------------------------------ controller
 
@@ -146,7 +157,7 @@ class RunCollector:
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
         from ..results.collect import add_counts, add_usage, build_record, write_run
 
-        session = self.session
+        plan = self.plan
         self.merge_parts()
         self.cap_line = self._stopped_by_cap()
         if self.cap_line and exitstatus == pytest.ExitCode.OK:
@@ -157,19 +168,19 @@ class RunCollector:
         if not self.ingest and not spent and not ran:
             # nothing ran (everything skipped or deselected): no record, and no folder left
             # holding only workers' parts and progress logs
-            shutil.rmtree(session.run_dir, ignore_errors=True)
+            shutil.rmtree(plan.run_dir, ignore_errors=True)
             return exitstatus
-        add_counts(self.relay, self._own_relay())
+        add_counts(self.relay, self.relay_counts())
         check = self.judge_check
         if check is not None and check.usage:  # made on the controller by its own client, before the questions
             add_usage(self.meter, {"judge check": _one_row(check.usage)})
         self.record = build_record(
-            run_id=session.run_id, started=self.started, settings=session.settings, bench_set=session.bench_set,
+            run_id=plan.run_id, started=self.started, settings=self.settings, bench_set=self.bench_set,
             questions=list(self.questions.values()), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
-            interrupted_by=self.interrupted_by, systems=session.systems, relay=self.relay,
+            interrupted_by=self.interrupted_by, systems=self.systems, relay=self.relay,
             judge_check=check.check if check else None, judge_check_error=check.error if check else None)
         try:
-            self.record_path = write_run(session.run_dir, self.record, html=session.settings.html)
+            self.record_path = write_run(plan.run_dir, self.record, html=self.settings.html)
         except OSError as exc:
             self.record_path, self.write_line = self._write_elsewhere(exc)
             if exitstatus == pytest.ExitCode.OK:
@@ -186,13 +197,13 @@ class RunCollector:
         from ..files import disk_full, disk_full_text
         from ..results.collect import write_run
 
-        run_dir = self.session.run_dir
+        run_dir = self.plan.run_dir
         why = disk_full_text(run_dir) if disk_full(exc) else f"{exc.strerror or exc} ({exc.filename or run_dir})"
         line = f"pytest-beam: the record could not be written to {run_dir}: {why}"
-        fallback = Path(tempfile.gettempdir()) / "pytest-beam-records" / self.session.run_id
+        fallback = Path(tempfile.gettempdir()) / "pytest-beam-records" / self.plan.run_id
         assert self.record is not None
         try:
-            path = write_run(run_dir, self.record, html=self.session.settings.html, target=fallback)
+            path = write_run(run_dir, self.record, html=self.settings.html, target=fallback)
         except OSError as again:
             more = disk_full_text(fallback) if disk_full(again) else f"{again.strerror or again}"
             return None, f"{line}; nor to {fallback}: {more}. The record is lost; the run's parts stay in {run_dir}"
@@ -207,7 +218,7 @@ class RunCollector:
         capped = sum("spend cap reached" in error for _, error in outcomes)
         if not capped:
             return None
-        s = self.session.settings
+        s = self.settings
         caps = ", ".join(f"--beam-{name}={value}" for name, value in
                          (("max-calls", s.max_calls), ("max-tokens", s.max_tokens)) if value is not None)
         return (f"pytest-beam: the spend cap stopped every question ({capped} of {len(outcomes)} skipped by it; "

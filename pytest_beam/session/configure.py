@@ -1,4 +1,4 @@
-"""Whether this pytest run benchmarks at all, and the BeamSession it does it with.
+"""Whether this pytest run benchmarks at all, and the `RunPlan` it does it with (the session starts from it).
 
 Installing the plugin must not add tests to other projects: the suite is on with a beam flag on
 the command line, or with `beam_mode` in the ini file / BEAM_MODE and no explicit test paths.
@@ -26,7 +26,7 @@ from ..settings import (
     resolve,
 )
 from .project import spaced_value_problem
-from .state import STASH_KEY, BeamSession
+from .state import RunPlan
 
 if TYPE_CHECKING:
     from ..llm.cassette import RecordedSettings
@@ -56,8 +56,8 @@ def suite_wanted(config: pytest.Config, get_ini: Callable[[str], object]) -> boo
     return mode_configured and not explicit_paths
 
 
-def open_session(config: pytest.Config) -> BeamSession | None:
-    """Build and stash the session (settings errors raise SettingsError); None when the suite is off."""
+def plan_run(config: pytest.Config) -> RunPlan | None:
+    """The run's plan (settings errors raise SettingsError); None when the suite is off."""
     problem = spaced_value_problem(config)
     if problem is not None:
         raise SettingsError(problem)
@@ -97,28 +97,27 @@ def open_session(config: pytest.Config) -> BeamSession | None:
         run_id = workerinput.get("beam_run_id") or new_run_id()
     else:
         worker_id, run_id = None, new_run_id()
-    session = BeamSession(config=config, settings=settings, worker_id=worker_id, run_id=run_id,
-                          run_dir=settings.results / run_id)
     if workerinput is None:
         if settings.dry_run and getattr(config.option, "numprocesses", None):
             config.option.dist, config.option.numprocesses = "no", None  # the estimate needs no workers
         _use_loadgroup(config)
+    record_mode = "off"
     if settings.record_mode != "off":
         if workerinput is not None:
-            session.record_mode = workerinput["beam_record_mode"]
+            record_mode = workerinput["beam_record_mode"]
         else:
             from ..llm import Cassette
 
-            session.record_mode = Cassette.prepare(settings.cassette_file(), settings.record_mode,
-                                                   recorded_settings(settings), question_set(settings))
-            if session.record_mode == "none":  # replaying: a cassette that holds nothing stops the run
+            record_mode = Cassette.prepare(settings.cassette_file(), settings.record_mode,
+                                           recorded_settings(settings), question_set(settings))
+            if record_mode == "none":  # replaying: a cassette that holds nothing stops the run
                 from ..llm.cassette import replay_problem
 
                 problem = replay_problem(settings.cassette_file())
                 if problem:
                     raise SettingsError(problem)
-    config.stash[STASH_KEY] = session
-    return session
+    return RunPlan(config=config, settings=settings, worker_id=worker_id, run_id=run_id,
+                   run_dir=settings.results / run_id, record_mode=record_mode)
 
 
 def _use_loadgroup(config: pytest.Config) -> None:

@@ -1,7 +1,9 @@
-"""The fixtures every question uses: this process's runtime, a conversation's system, the outcome.
+"""The fixtures every question uses: the session, a conversation's system, the outcome.
 
 Registered as a plugin per config (see `hooks.BeamSessionPlugin`); each fixture reaches the
-config's BeamSession through `request.config`, never through module state.
+config's BeamSession through `request.config`, never through module state, and its parts
+through the session: `conversations` opens and closes a system's run, `questions` answers and
+scores.
 """
 
 from __future__ import annotations
@@ -11,34 +13,36 @@ from collections.abc import Iterator
 import pytest
 
 from ..data.records import ProbingQuestion
-from .runtime import ConversationRun, Outcome, Runtime
-from .state import get_session
+from .conversations import ConversationRun
+from .question_step import Outcome
+from .state import BeamSession, get_session
 
 
 @pytest.fixture(scope="session")
-def beam_runtime(request: pytest.FixtureRequest) -> Runtime:
-    """This process's model client, services and systems (built on first use)."""
+def beam_session(request: pytest.FixtureRequest) -> BeamSession:
+    """This process's BeamSession (its parts call no model and start nothing until a question needs them)."""
     session = get_session(request.config)
-    assert session is not None, "the beam fixtures are registered only with a BeamSession"
-    return session.get_runtime()
+    assert session is not None, "the beam fixtures are registered only with a BeamSession, started before any test"
+    return session
 
 
 @pytest.fixture(scope="session")
-def beam_conversation(request: pytest.FixtureRequest, beam_runtime: Runtime) -> Iterator[ConversationRun]:
+def beam_conversation(request: pytest.FixtureRequest, beam_session: BeamSession) -> Iterator[ConversationRun]:
     """One system on one conversation (a `SystemRun`), ingested once; closed after its questions."""
     run = request.param
-    conversation = beam_runtime.open_conversation(run.conversation_id, run.system)
+    conversations = beam_session.conversations
+    conversation = conversations.open(run.conversation_id, run.system)
     yield conversation
-    beam_runtime.close_conversation(beam_runtime.run_key(run.system, run.conversation_id))
+    conversations.close(conversations.run_key(run.system, run.conversation_id))
 
 
 @pytest.fixture
-def beam_outcome(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_runtime: Runtime,
+def beam_outcome(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_session: BeamSession,
                  request: pytest.FixtureRequest) -> Outcome:
     """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score. An answer
     whose judging failed still goes on the item (so into the record), unscored."""
     from .outcome import record_unjudged
 
-    return beam_runtime.answer_and_score(
+    return beam_session.questions.answer_and_score(
         beam_question, beam_conversation,
         unjudged_answer=lambda outcome: record_unjudged(outcome, request.node.user_properties))

@@ -1,8 +1,9 @@
 """The per-config plugin object of a BeamSession: the pytest hooks of a run that benchmarks.
 
-Registered only when the suite is on, so none of these hooks asks "is the suite on"; it holds
-its session, so hooks that get no config (`pytest_runtest_logreport`) reach it without module
-state (the shape of pytest-xdist's DSession and syrupy's session object).
+Registered at configure only when the suite is on, so none of these hooks asks "is the suite
+on"; it holds the run's plan, and from session start its session, so hooks that get no config
+(`pytest_runtest_logreport`) reach it without module state (the shape of pytest-xdist's DSession
+and syrupy's session object).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from . import collection
 from .progress import show_line
-from .state import BeamSession
+from .state import SESSION_KEY, BeamSession, RunPlan
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -21,64 +22,29 @@ if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
 
     from ..system import MemorySystem, SystemContext
-    from .endpoint import RunEndpoint
-    from .interrupt import TerminateAsInterrupt
 
 
 class BeamSessionPlugin:
-    def __init__(self, session: BeamSession) -> None:
-        self.session = session
-        self.terminate: TerminateAsInterrupt | None = None
-        self.endpoint: RunEndpoint | None = None
+    """Holds the run's plan from configure and its session from session start (`start.py`)."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self._session: BeamSession | None = None  # set once, by pytest_sessionstart
+
+    @property
+    def session(self) -> BeamSession:
+        """The started session: every hook below but session start, finish and unconfigure runs after it."""
+        if self._session is None:
+            raise RuntimeError("pytest-beam: the session has not started (it starts at pytest_sessionstart)")
+        return self._session
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers: they need the endpoint
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .collector import RunCollector
-        from .interrupt import TerminateAsInterrupt
+        from .start import start_session
 
-        collection.load_questions(self.session)
-        self.session.collector = RunCollector(self.session)
-        self.terminate = TerminateAsInterrupt(self.session.collector)
-        self.terminate.install()
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
-        note = self.session.bench_set.missing_note if self.session.bench_set is not None else None
-        if note and reporter is not None and not self.session.is_worker:
-            reporter.write_line(note, yellow=True)  # which conversations are left out, and how to get them
-        if not self.session.is_worker:
-            self._open_endpoint(reporter)
-        if not self.session.is_worker and getattr(session.config.option, "numprocesses", None) and reporter:
-            from .progress import ProgressRelay
-
-            self.session.progress = ProgressRelay(self.session.run_dir / "progress", reporter)
-
-    def _open_endpoint(self, reporter: pytest.TerminalReporter | None) -> None:
-        """Check the endpoint, or start the embedded model, before any Neo4j starts."""
-        from .endpoint import EndpointProblem, RunEndpoint
-
-        def say(line: str) -> None:
-            if reporter is not None:
-                show_line(reporter, line)
-
-        self.endpoint = RunEndpoint()
-        try:
-            self.session.settings = self.endpoint.open(self.session.config, self.session.settings,
-                                                       self.session.record_mode, say)
-            settings = self.session.settings
-            if settings.cassette is not None and self.session.record_mode == "new_episodes":
-                from ..llm import Cassette
-                from ..settings import question_set, recorded_settings
-
-                Cassette.refresh_header(settings.cassette, recorded_settings(settings), question_set(settings))
-        except EndpointProblem as exc:
-            self._stop_endpoint()
-            raise pytest.UsageError(str(exc)) from None
-        except BaseException:
-            self._stop_endpoint()
-            raise
-
-    def _stop_endpoint(self) -> None:
-        if self.endpoint is not None:
-            self.endpoint.stop()
+        self._session = start_session(self.plan, reporter)
+        session.config.stash[SESSION_KEY] = self._session
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         collection.parametrize(self.session, metafunc)
@@ -95,13 +61,13 @@ class BeamSessionPlugin:
 
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        embedded = self.endpoint is not None and self.endpoint.model is not None
+        embedded = self.session.endpoint.model is not None
         collection.check_estimate(self.session, session, require_caps=not embedded)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         """A dry run has printed its estimate (check_estimate): it runs no question."""
-        return True if self.session.settings.dry_run and not self.session.is_worker else None
+        return True if self.plan.settings.dry_run and not self.plan.is_worker else None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
@@ -114,8 +80,8 @@ class BeamSessionPlugin:
 
     @pytest.hookimpl(tryfirst=True)  # before pytest's JUnit writer reads the report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.session.collector is not None:
-            self.session.collector.add_report(report)
+        if self._session is not None:
+            self._session.collector.add_report(report)
         self._junit_classname(report)
 
     def _junit_classname(self, report: pytest.TestReport) -> None:
@@ -123,7 +89,7 @@ class BeamSessionPlugin:
         case is of class `beam.<ability>`, not `beam`, so a CI dashboard groups it by ability."""
         from _pytest.junitxml import xml_key  # no public way to set a test case's attributes
 
-        xml = self.session.config.stash.get(xml_key, None)
+        xml = self.plan.config.stash.get(xml_key, None)
         if xml is None:
             return
         from .selection import junit_classname
@@ -135,13 +101,14 @@ class BeamSessionPlugin:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: WorkerController) -> None:
         """xdist controller: every worker shares the run id, the cassette mode and load groups."""
-        node.workerinput["beam_run_id"] = self.session.run_id
-        node.workerinput["beam_record_mode"] = self.session.record_mode
+        node.workerinput["beam_run_id"] = self.plan.run_id
+        node.workerinput["beam_record_mode"] = self.plan.record_mode
         node.workerinput["beam_loadgroup"] = node.config.option.dist == "loadgroup"
-        if self.endpoint is not None and self.endpoint.changes:
+        changes = self.session.endpoint.changes
+        if changes:
             from .endpoint import WORKERINPUT_KEY
 
-            node.workerinput[WORKERINPUT_KEY] = self.endpoint.changes
+            node.workerinput[WORKERINPUT_KEY] = changes
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object | None:
@@ -151,15 +118,14 @@ class BeamSessionPlugin:
 
     @pytest.hookimpl(trylast=True)  # after xdist has taken its workers down: their parts are final
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        beam = self.session
-        if beam.collector is None:
+        beam = self._session
+        if beam is None:
             return
         try:
-            if not beam.is_worker and exitstatus != pytest.ExitCode.INTERRUPTED and not beam.collector.interrupted_by:
+            if not beam.is_worker and exitstatus != pytest.ExitCode.INTERRUPTED and not beam.terminate.received:
                 self._judge_check(session)
-            if beam.runtime is not None:
-                beam.runtime.close()
-            self._stop_endpoint()
+            beam.close()
+            beam.endpoint.stop()
             if beam.progress is not None:
                 beam.progress.stop()
             if beam.is_worker:
@@ -167,9 +133,8 @@ class BeamSessionPlugin:
             else:
                 session.exitstatus = beam.collector.finish(int(exitstatus))  # pytest returns this one
         finally:
-            self._stop_endpoint()
-            if self.terminate is not None:
-                self.terminate.restore()
+            beam.endpoint.stop()
+            beam.terminate.restore()
 
     def _judge_check(self, session: pytest.Session) -> None:
         """The judge's calibration on the questions that ran (``--beam-judge-check``), before the
@@ -178,7 +143,6 @@ class BeamSessionPlugin:
         from .judge_check import SessionJudgeCheck, run_session_judge_check
 
         collector = self.session.collector
-        assert collector is not None
         ran = {q.id for q in collector.questions.values() if verdict_of(q) not in (None, "skipped", "error")}
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         say = (lambda line: show_line(reporter, line)) if reporter is not None else (lambda line: None)
@@ -188,13 +152,14 @@ class BeamSessionPlugin:
             collector.judge_check = SessionJudgeCheck(error="interrupted before it finished")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self._stop_endpoint()  # a session that ended before pytest_sessionfinish (a usage error)
+        if self._session is not None:
+            self._session.endpoint.stop()  # a session that ended before pytest_sessionfinish
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.session.collector is not None and not self.session.is_worker:
+        if self._session is not None and not self._session.is_worker:
             from .problems import write_section
 
-            self.session.collector.write_summary(terminalreporter)
+            self._session.collector.write_summary(terminalreporter)
             write_section(terminalreporter)
 
 
@@ -206,15 +171,15 @@ class GraphRAGProvider:
         from ..systems import make_system, system_names
 
         if context.system_name not in system_names():
-            return None  # a custom name nobody built: the runtime says so
+            return None  # a custom name nobody built: Conversations.open says so
         return make_system(context.system_name, context)
 
 
-def register(session: BeamSession) -> None:
-    """Wire a session into its config: the hooks, the fixtures, the built-in memory system."""
+def register(plan: RunPlan) -> None:
+    """Wire a run's plan into its config: the hooks, the fixtures, the built-in memory system."""
     from . import fixtures
 
-    manager = session.config.pluginmanager
-    manager.register(BeamSessionPlugin(session), "beam-session")
+    manager = plan.config.pluginmanager
+    manager.register(BeamSessionPlugin(plan), "beam-session")
     manager.register(fixtures, "beam-fixtures")
     manager.register(GraphRAGProvider(), "beam-graphrag")

@@ -11,15 +11,12 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .collector import RunCollector
+from typing import Any
 
 
 class TerminateAsInterrupt:
-    def __init__(self, collector: RunCollector) -> None:
-        self.collector = collector
+    def __init__(self) -> None:
+        self.received: str | None = None  # the signal's name, once one ended the run (the record says so)
         self.previous: Any = None
         self.installed = False
 
@@ -31,7 +28,7 @@ class TerminateAsInterrupt:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        self.collector.interrupted_by = signal.Signals(signum).name
+        self.received = signal.Signals(signum).name
         raise KeyboardInterrupt(f"pytest-beam: {signal.Signals(signum).name} received")
 
     def restore(self) -> None:

@@ -61,7 +61,7 @@ def run_session_judge_check(session: BeamSession, question_ids: set[str],
     """The check on the calibration cases of ``question_ids`` (None when it is off or nothing ran)."""
     size = sample_size(session.settings)
     bench = session.bench_set
-    if size is False or bench is None:
+    if size is False:
         return None
     questions = [q for q in bench.questions if q.id in question_ids]
     if not questions:
@@ -70,7 +70,7 @@ def run_session_judge_check(session: BeamSession, question_ids: set[str],
     from ..scoring.judge_check import run_judge_check
 
     settings = session.settings
-    client = session.get_runtime().models.sibling(Meter())
+    client = session.models.client.sibling(Meter())
     say(f"judge check: calibrating the judge on BEAM's reference answers of the {len(questions)} question(s) that ran")
 
     def progress(done: int, total: int) -> None:

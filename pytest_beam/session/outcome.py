@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..scoring.scores import passes
-from .runtime import NO_ANSWER_FLAGS
+from .question_step import NO_ANSWER_FLAGS
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from ..results.schema import QuestionRecord
-    from .runtime import Outcome, Runtime
+    from .question_step import Outcome
+    from .state import BeamSession
 
 RecordProperty = Callable[[str, object], None]
 
@@ -62,18 +63,18 @@ def record_unjudged(outcome: Outcome, user_properties: list[tuple[str, object]])
     _record(question_record(outcome), lambda name, value: user_properties.append((name, value)))
 
 
-def check_outcome(outcome: Outcome, runtime: Runtime, user_properties: list[tuple[str, object]],
+def check_outcome(outcome: Outcome, session: BeamSession, user_properties: list[tuple[str, object]],
                   snapshot: SnapshotAssertion) -> None:
     """Properties go straight onto the item: JUnit XML writes them under any junit_family,
     and `record_property` would warn under the default xunit2."""
-    settings = runtime.settings
+    settings = session.settings
 
     def record_property(name: str, value: object) -> None:
         user_properties.append((name, value))
 
     result = question_record(outcome)
     result.answer_changed, result.answer_diff, snapshot_failure = _snapshot(
-        outcome, runtime, snapshot, settings.snapshot)
+        outcome, session.config, snapshot, settings.snapshot)
     _record(result, record_property)
     if snapshot_failure:
         pytest.fail(snapshot_failure, pytrace=False)
@@ -115,7 +116,7 @@ def _record(result: QuestionRecord, record_property: RecordProperty) -> None:
     record_property(PROPERTY_PREFIX + "result", result.in_run_json())
 
 
-def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion,
+def _snapshot(outcome: Outcome, config: pytest.Config, snapshot: SnapshotAssertion,
               mode: str) -> tuple[bool | None, str | None, str | None]:
     """(changed, diff, failure): `assert` fails on a changed answer; `report` only notes it;
     `off` does nothing."""
@@ -124,7 +125,6 @@ def _snapshot(outcome: Outcome, runtime: Runtime, snapshot: SnapshotAssertion,
     from ..results.snapshots import AnswerSnapshotExtension, snapshot_path
 
     text = (outcome.answer.text or "").rstrip("\n") + "\n"
-    config = runtime.session.config
     updating = bool(config.getoption("update_snapshots", False))
     path = snapshot_path(config.rootpath, outcome.question.id, outcome.system)
     old = path.read_text(encoding="utf-8") if path.exists() else None

@@ -1,11 +1,16 @@
-"""On an xdist controller: print the workers' progress lines while their fixtures run."""
+"""Progress lines the user sees while a fixture runs: written by any process, printed by the controller."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from .state import RunPlan
 
 
 def show_line(reporter: pytest.TerminalReporter, line: str) -> None:
@@ -13,6 +18,32 @@ def show_line(reporter: pytest.TerminalReporter, line: str) -> None:
     block-buffered, and the line must be there while the step it describes runs."""
     reporter.write_line(line)
     reporter.flush()
+
+
+class ProgressLines:
+    """A progress line the user sees while a fixture runs, with or without xdist.
+
+    An xdist worker appends it to the run's progress folder, which the controller prints
+    (ProgressRelay); in one process, capture is suspended around the write.
+    """
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+
+    def __call__(self, line: str) -> None:
+        plan = self.plan
+        if plan.worker_id is not None:
+            path = plan.run_dir / "progress" / f"{plan.worker_id}.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(f"[{plan.worker_id}] {line}\n")
+            return
+        capture = plan.config.pluginmanager.getplugin("capturemanager")
+        reporter = plan.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is None:
+            return
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            show_line(reporter, line)
 
 
 class ProgressRelay:

@@ -1,45 +1,53 @@
-"""The one `BeamSession` of a pytest config: settings, question set, collector, runtime, cassette mode.
+"""The benchmark's session, in two phases, each built once and complete: the `RunPlan` and the `BeamSession`.
 
-It is built in `pytest_configure` when the suite is wanted and kept on the config's stash; the
-per-config plugin object (`hooks.BeamSessionPlugin`) holds it too, so hooks that receive no
-config (`pytest_runtest_logreport`) still reach it without any module-level state.
+`RunPlan` is what `pytest_configure` decides (`configure.py`): the settings as configured, this
+process's place in the run, the cassette mode. `BeamSession` is built at `pytest_sessionstart`
+(`start.py`) from the plan once the questions are loaded and, on the controller, the model
+endpoint is open: it holds the run's settings (never replaced after), the selected systems and
+question set, the collector, and this process's live parts, each a module of its own:
+`models.py` (client, relay, trace), `graphs.py` (Neo4j per conversation), `conversations.py`
+(each system's run on a conversation), `question_step.py` (answer and score). The parts import
+openai or start a JVM only on first use, so a collect-only or dry run does neither.
+
+The per-config plugin object (`hooks.BeamSessionPlugin`) holds the plan from configure and the
+session from session start; the session is also on the config's stash, where the fixtures find
+it, so nothing lives in module state.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from ..settings import Settings
-from ..systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
     from .collector import RunCollector
-    from .progress import ProgressRelay
-    from .runtime import Runtime
+    from .conversations import Conversations
+    from .endpoint import RunEndpoint
+    from .graphs import GraphServices
+    from .interrupt import TerminateAsInterrupt
+    from .models import ModelSide
+    from .progress import ProgressLines, ProgressRelay
+    from .question_step import QuestionStep
 
-STASH_KEY: pytest.StashKey[BeamSession] = pytest.StashKey()
+SESSION_KEY: pytest.StashKey[BeamSession] = pytest.StashKey()
 
 
-@dataclass
-class BeamSession:
+@dataclass(frozen=True)
+class RunPlan:
+    """What this pytest config asks of the benchmark, decided at configure."""
+
     config: pytest.Config
-    settings: Settings
+    settings: Settings  # as configured (a worker's carry the controller's model endpoint already)
     worker_id: str | None  # None on the xdist controller or without xdist
     run_id: str
     run_dir: Path
     record_mode: str = "off"  # the cassette mode in effect (decided once, on the controller)
-    bench_set: BenchmarkSet | None = None
-    collector: RunCollector | None = None
-    runtime: Runtime | None = None  # built by the first fixture that needs it
-    progress: ProgressRelay | None = None  # on an xdist controller only
-    started: float = field(default_factory=time.time)
-    systems: list[str] = field(default_factory=lambda: [DEFAULT_SYSTEM])  # --beam-system, checked at session start
 
     @property
     def is_worker(self) -> bool:
@@ -50,27 +58,48 @@ class BeamSession:
         """This process's name in the run folder's per-process files."""
         return self.worker_id or "main"
 
-    def require_bench_set(self) -> BenchmarkSet:
-        """The question set, which collection loads before any question (or its runtime) runs."""
-        if self.bench_set is None:
-            raise RuntimeError("pytest-beam: the question set is not loaded yet (it is, at collection)")
-        return self.bench_set
 
-    def require_collector(self) -> RunCollector:
-        """The run's collector, which the session plugin makes at session start."""
-        if self.collector is None:
-            raise RuntimeError("pytest-beam: the run's collector is not made yet (it is, at session start)")
-        return self.collector
+@dataclass(frozen=True)
+class BeamSession:
+    """The benchmark's session in this process, built complete at session start (`start.py`)."""
 
-    def get_runtime(self) -> Runtime:
-        """This process's live parts, built on first use (no JVM or openai before a question runs)."""
-        if self.runtime is None:
-            from .runtime import Runtime
+    plan: RunPlan
+    settings: Settings  # the run's: the plan's, with the endpoint the controller opened (embedded model)
+    systems: list[str]  # --beam-system, checked
+    bench_set: BenchmarkSet  # the selected set's questions and documents
+    endpoint: RunEndpoint  # the controller's model endpoint (on a worker, one never opened)
+    terminate: TerminateAsInterrupt  # SIGTERM as Ctrl-C, for the session's lifetime
+    say: ProgressLines  # a progress line the user sees while a fixture runs
+    models: ModelSide
+    collector: RunCollector
+    graphs: GraphServices
+    conversations: Conversations
+    questions: QuestionStep
+    progress: ProgressRelay | None  # the workers' progress lines, on an xdist controller only
 
-            self.runtime = Runtime(self)
-        return self.runtime
+    @property
+    def config(self) -> pytest.Config:
+        return self.plan.config
+
+    @property
+    def is_worker(self) -> bool:
+        return self.plan.is_worker
+
+    @property
+    def run_dir(self) -> Path:
+        return self.plan.run_dir
+
+    def close(self) -> None:
+        """This process's live parts, at the session's end: every conversation's system and Neo4j, then the relay."""
+        try:
+            self.conversations.close_all()
+        finally:
+            try:
+                self.graphs.stop_all()
+            finally:
+                self.models.close()
 
 
 def get_session(config: pytest.Config) -> BeamSession | None:
-    """The config's BeamSession, or None when the suite is off in this run."""
-    return config.stash.get(STASH_KEY, None)
+    """The config's BeamSession: None when the suite is off in this run, or before the session starts."""
+    return config.stash.get(SESSION_KEY, None)

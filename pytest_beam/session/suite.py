@@ -7,5 +7,5 @@ is reported as an error; the test body only records metrics and decides pass or 
 from pytest_beam.session.outcome import check_outcome
 
 
-def test_question(beam_outcome, beam_runtime, request, snapshot):
-    check_outcome(beam_outcome, beam_runtime, request.node.user_properties, snapshot)
+def test_question(beam_outcome, beam_session, request, snapshot):
+    check_outcome(beam_outcome, beam_session, request.node.user_properties, snapshot)

@@ -4,7 +4,8 @@
     system = make_system("bm25", context)   # a MemorySystem whose .name is "bm25"
 
 Each entry is a factory `(SystemContext) -> MemorySystem`, its module imported only when the
-system is made, so `pytest --help` and collection pay for none of them. `gold-evidence` is a
+system is made, so `pytest --help` and collection pay for none of them. The dry run asks each
+selected system for its estimate (`estimate_of`: the class's `MemorySystem.estimate`). `gold-evidence` is a
 measurement aid (`is_measurement_aid`): the harness gives it the question's sources through
 `SystemContext.gold_evidence`, and reports it apart as a ceiling, never ranked with the others.
 """
@@ -16,7 +17,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ..system import MemorySystem, SystemContext
+    from ..data.records import ProbingQuestion
+    from ..data.sets import BenchmarkSet
+    from ..settings import Settings
+    from ..system import Estimate, MemorySystem, SystemContext
 
 Factory = Callable[["SystemContext"], "MemorySystem"]
 
@@ -27,6 +31,9 @@ class SystemClass(Protocol):
     measurement_aid: bool
 
     def __call__(self, context: SystemContext) -> MemorySystem: ...
+
+    def estimate(self, bench_set: BenchmarkSet, questions: list[ProbingQuestion],
+                 settings: Settings) -> Estimate | None: ...
 
 
 # name -> (module, class); the modules are imported on first use
@@ -92,6 +99,15 @@ def is_measurement_aid(name: str) -> bool:
     return name in MEASUREMENT_AIDS
 
 
+def estimate_of(name: str, bench_set: BenchmarkSet, questions: list[ProbingQuestion],
+                settings: Settings) -> Estimate | None:
+    """A system's dry-run estimate of its own calls on `questions`, as its class gives it; None for a
+    system that cannot say (the outside ones) and for a name the registry does not hold (a conftest's)."""
+    if name not in _ENTRIES:
+        return None
+    return system_class(name).estimate(bench_set, questions, settings)
+
+
 def system_factory(name: str) -> Factory:
     """The factory of a registered system; raises UnknownSystem naming the valid ones."""
     _check(name)
@@ -127,5 +143,5 @@ def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
 
 
 __all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "builtin_names", "missing_extra", "Factory",
-           "UnknownSystem", "is_measurement_aid", "make_system", "parse_system_list", "system_class", "system_factory",
-           "system_names"]
+           "UnknownSystem", "estimate_of", "is_measurement_aid", "make_system", "parse_system_list", "system_class",
+           "system_factory", "system_names"]

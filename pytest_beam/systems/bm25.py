@@ -9,11 +9,26 @@ never sent: BM25 says nothing about them. Ties go to the later message (higher i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
-from .answering import DEFAULT_CONTEXT_TOKENS, DEFAULT_TOP_K, ChatMessage, answer_from_messages, chat_messages, setting
+from .answering import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_TOP_K,
+    ChatMessage,
+    answer_from_messages,
+    chat_messages,
+    fit_to_budget,
+    setting,
+)
+from .estimate import ContextCounter, estimate_answers
+
+if TYPE_CHECKING:
+    from ..data.records import ProbingQuestion
+    from ..data.sets import BenchmarkSet
+    from ..settings import Settings
+    from ..system import Estimate
 
 
 class BM25Index:
@@ -60,7 +75,7 @@ class BM25System(MemorySystem):
     def ingest(self, documents: list[Document]) -> IngestReport:
         self.messages = chat_messages(documents)
         self.index = BM25Index([m.text for m in self.messages])
-        return IngestReport(cache_hit=False, chunks=len(documents),
+        return IngestReport(chunks=len(documents),
                             notes=[f"BM25 index of {len(self.messages)} messages"])
 
     def retrieve(self, query: str) -> list[tuple[ChatMessage, float]]:
@@ -74,3 +89,19 @@ class BM25System(MemorySystem):
         return answer_from_messages(
             self.context.models, question, [m for m, _ in hits], system=self.name, budget=self.budget,
             details={"k": self.k, "ranking": [{"id": m.id, "score": round(s, 4)} for m, s in hits]})
+
+    @classmethod
+    def estimate(cls, bench_set: BenchmarkSet, questions: list[ProbingQuestion], settings: Settings) -> Estimate:
+        """One answering call per question over its real BM25 ranking, counted exactly."""
+        return estimate_answers(cls.name, bench_set, questions, settings, ranked_context)
+
+
+def ranked_context(messages: list[ChatMessage], settings: Settings) -> ContextCounter:
+    """The prompt's tokens for a question: its top k messages by BM25, fitted to the budget."""
+    index = BM25Index([m.text for m in messages])
+
+    def count(question: ProbingQuestion) -> int:
+        ranked = [messages[i] for i, _ in index.rank(question.question, settings.retrieval_k)]
+        return fit_to_budget(ranked, question.question, settings.context_tokens).context_tokens
+
+    return count

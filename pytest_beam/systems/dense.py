@@ -8,11 +8,26 @@ Similarity is the dot product of unit vectors (cosine); ties go to the later mes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
-from .answering import DEFAULT_CONTEXT_TOKENS, DEFAULT_TOP_K, ChatMessage, answer_from_messages, chat_messages, setting
+from .answering import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_TOP_K,
+    ChatMessage,
+    answer_from_messages,
+    chat_messages,
+    fit_to_budget,
+    setting,
+)
+from .estimate import ContextCounter, estimate_answers, newest_first_costs
+
+if TYPE_CHECKING:
+    from ..data.records import ProbingQuestion
+    from ..data.sets import BenchmarkSet
+    from ..settings import Settings
+    from ..system import Estimate
 
 
 def rank_by_vector(query: list[float], vectors: Any, k: int) -> list[tuple[int, float]]:
@@ -58,7 +73,7 @@ class DenseSystem(MemorySystem):
         texts = [message_embedding_text(m.text) for m in self.messages]
         vectors = self.embedder.embed(texts) if texts else []
         self.vectors = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1 if texts else 0)
-        return IngestReport(cache_hit=False, chunks=len(documents),
+        return IngestReport(chunks=len(documents),
                             notes=[f"{len(self.messages)} messages embedded with {self.embedder.name}"])
 
     def retrieve(self, query: str) -> list[tuple[ChatMessage, float]]:
@@ -74,3 +89,22 @@ class DenseSystem(MemorySystem):
             self.context.models, question, [m for m, _ in hits], system=self.name, budget=self.budget,
             details={"k": self.k, "embedder": self.embedder.name,
                      "ranking": [{"id": m.id, "score": round(s, 4)} for m, s in hits]})
+
+    @classmethod
+    def estimate(cls, bench_set: BenchmarkSet, questions: list[ProbingQuestion], settings: Settings) -> Estimate:
+        """One answering call per question; ranking needs the embedder, so k messages of mean length are assumed."""
+        return estimate_answers(cls.name, bench_set, questions, settings, mean_length_context,
+                                note=f"; dense assumed to send {settings.retrieval_k} messages of mean length")
+
+
+def mean_length_context(messages: list[ChatMessage], settings: Settings) -> ContextCounter:
+    """The prompt's tokens for a question: k messages of the conversation's mean length, within the budget."""
+    costs = newest_first_costs(messages)
+    mean = sum(costs) / max(len(costs), 1)
+    budget, k = settings.context_tokens, settings.retrieval_k
+
+    def count(question: ProbingQuestion) -> int:
+        base = fit_to_budget([], question.question, budget).context_tokens
+        return min(budget, base + round(min(k, len(messages)) * mean))
+
+    return count

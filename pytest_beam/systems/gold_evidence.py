@@ -17,11 +17,24 @@ is that the conversation does not say.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..data.records import Document, ProbingQuestion, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
-from .answering import DEFAULT_CONTEXT_TOKENS, ChatMessage, answer_from_messages, chat_messages, setting
+from .answering import (
+    DEFAULT_CONTEXT_TOKENS,
+    ChatMessage,
+    answer_from_messages,
+    chat_messages,
+    fit_to_budget,
+    setting,
+)
+from .estimate import ContextCounter, estimate_answers
+
+if TYPE_CHECKING:
+    from ..data.sets import BenchmarkSet
+    from ..settings import Settings
+    from ..system import Estimate
 
 FLAG_MEASUREMENT_AID = "measurement_aid"
 
@@ -56,7 +69,7 @@ class GoldEvidenceCeiling(MemorySystem):
 
     def ingest(self, documents: list[Document]) -> IngestReport:
         self.by_id = {m.id: m for m in chat_messages(documents)}
-        return IngestReport(cache_hit=False, chunks=len(documents),
+        return IngestReport(chunks=len(documents),
                             notes=["measurement aid: answers from each question's own source messages"])
 
     def answer(self, question: SystemQuestion) -> SystemAnswer:
@@ -67,3 +80,20 @@ class GoldEvidenceCeiling(MemorySystem):
             self.context.models, question, present, system=self.name, budget=self.budget,
             flags=[FLAG_MEASUREMENT_AID],
             details={"measurement_aid": True, "source_ids": wanted, "sources_not_ingested": missing})
+
+    @classmethod
+    def estimate(cls, bench_set: BenchmarkSet, questions: list[ProbingQuestion], settings: Settings) -> Estimate:
+        """One answering call per question over its own source messages, counted exactly."""
+        return estimate_answers(cls.name, bench_set, questions, settings, sources_context,
+                                measurement_aid=cls.measurement_aid)
+
+
+def sources_context(messages: list[ChatMessage], settings: Settings) -> ContextCounter:
+    """The prompt's tokens for a question: its source messages, fitted to the budget."""
+    by_id = {m.id: m for m in messages}
+
+    def count(question: ProbingQuestion) -> int:
+        sources = [by_id[i] for i in sorted(set(question.source_message_ids)) if i in by_id]
+        return fit_to_budget(sources, question.question, settings.context_tokens).context_tokens
+
+    return count

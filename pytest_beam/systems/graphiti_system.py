@@ -182,8 +182,7 @@ class GraphitiSystem(MemorySystem):
         if undated:
             notes.append(f"graphiti: {undated} messages had no session date and took the previous session's")
         notes.extend(lost)
-        return IngestReport(cache_hit=False, chunks=len(chat), empty_extractions=len(lost),
-                            entities_by_type={"Entity": nodes},
+        return IngestReport(chunks=len(chat), empty_extractions=len(lost), entities_by_type={"Entity": nodes},
                             relations_by_type={"RELATES_TO": edges}, notes=notes)
 
     def recall(self, query: str) -> list[Recalled]:

@@ -174,7 +174,7 @@ class Mem0System(MemorySystem):
                 if item.get("id"):
                     self.sources[str(item["id"])] = tuple(ids)
                     added += 1
-        return IngestReport(cache_hit=False, chunks=len(calls), empty_extractions=0,
+        return IngestReport(chunks=len(calls), empty_extractions=0,
                             entities_by_type={"Memory": added},
                             notes=[f"mem0: {len(chat)} messages in {len(calls)} add calls gave {added} memories "
                                    "(local Qdrant, model calls through the relay)"])

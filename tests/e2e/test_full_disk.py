@@ -57,7 +57,7 @@ class FillingSystem(MemorySystem):
         self.context = context
 
     def ingest(self, documents):
-        return IngestReport(cache_hit=False, chunks=len(documents))
+        return IngestReport(chunks=len(documents))
 
     def answer(self, question):
         return SystemAnswer(text="The chat never says.")

@@ -37,14 +37,14 @@ class CountingSystem(MemorySystem):
         self.driver = open_driver(self.connection)
         ids = [m.id for d in documents for m in d.messages]
         self.driver.execute_query("UNWIND $ids AS i MERGE (:M {id: i})", ids=ids, database_=self.connection.database)
-        return IngestReport(cache_hit=False, chunks=len(documents))
+        return IngestReport(chunks=len(documents))
 
     def answer(self, question):
         self.asked = getattr(self, "asked", 0) + 1
         # the system never sees the ability: conv1's second question (abstention:1 in collection
         # order) is the one at which this conversation's JVM dies, as a crash would kill it
         if self.context.conversation_id == "1" and self.asked == 2:
-            service = get_session(CONFIG[0]).runtime.services["1"]
+            service = get_session(CONFIG[0]).graphs.services["1"]
             os.kill(service.pid, signal.SIGKILL)
             service.process.wait(timeout=30)
         rows = run_read(self.driver, self.connection.database, "MATCH (m:M) RETURN count(m) AS n", {},

@@ -146,7 +146,7 @@ def test_lite_slices_make_sessions_messages_and_chunks(clean_neo4j, scripted, em
     report = ingest_documents(*clean_neo4j, documents, client, embedder, IngestConfig(),
                               progress=lambda done, total: seen.append((done, total)))
     driver, database = clean_neo4j
-    assert report.cache_hit is False and report.chunks == 3 and report.empty_extractions == 0
+    assert report.chunks == 3 and report.empty_extractions == 0
     assert seen[0] == (0, 3) and seen[-1] == (3, 3)
     assert rows(driver, database, "MATCH (s:Session) RETURN s.number AS n, toString(s.date) AS d ORDER BY n") == [
         {"n": 1, "d": "2024-03-15"}, {"n": 3, "d": "2024-07-10"}]
@@ -212,7 +212,6 @@ def test_update_yields_supersedes_and_rerun_rebuilds_the_same_graph(clean_neo4j,
     # No graph cache (issue 15 point 14: its marker could never hit in a real run, and its key
     # ignored the ingest code): a rerun into the same database builds the same graph again.
     again = ingest(clean_neo4j, client, embedder, docs)
-    assert again.cache_hit is False
     assert (again.chunks, again.entities_by_type, again.relations_by_type) == (
         report.chunks, report.entities_by_type, report.relations_by_type)
     assert rows(driver, database, "MATCH (k:IngestMarker) RETURN count(k) AS n") == [{"n": 0}]
@@ -342,7 +341,7 @@ def test_invalid_extraction_is_retried_once_then_counted_empty(clean_neo4j, scri
                              "statements": [fact("The user lives in Lisbon.", ["Lisbon"], [1])]}}
     model.broken = {0}
     report = ingest(clean_neo4j, client, embedder, docs)
-    assert report.cache_hit is False and report.chunks == 2 and report.empty_extractions == 1
+    assert report.chunks == 2 and report.empty_extractions == 1
     extraction_calls = requests_of(server, "Extraction")
     broken_calls = [r for r in extraction_calls if "[message 0," in user_text(r.body)]
     assert len(broken_calls) == 2  # the first try and one retry

@@ -189,6 +189,21 @@ def test_unknown_fields_are_ignored_when_reading(tmp_path):
     assert read_record(tmp_path / RECORD_FILE).questions[0].id == "conv1:information_extraction:0"
 
 
+def test_an_older_records_cache_hit_is_read_and_not_shown(tmp_path):
+    """IngestReport.cache_hit left the contract (it was always False); a record that carries it loads,
+    and the graph table has no "cached" column any more."""
+    from pytest_beam.results.summary import render_summary
+    from pytest_beam.system import IngestReport
+
+    assert "cache_hit" not in IngestReport.__dataclass_fields__
+    record = run_record()
+    assert record.graph["conv1"]["cache_hit"] is False  # the factory's record is of the older shape
+    (tmp_path / RECORD_FILE).write_text(record.model_dump_json())
+    lines = render_summary(read_record(tmp_path / RECORD_FILE))
+    header = next(line for line in lines if "empty extr." in line)
+    assert "cached" not in header and "seconds" in header
+
+
 def test_git_info_outside_and_inside_a_repo(tmp_path):
     assert git_info(tmp_path) == (None, None)
     if shutil.which("git") is None:

@@ -11,12 +11,18 @@ import sys
 import pytest
 
 from pytest_beam.data.sets import load_set
-from pytest_beam.session.estimate import ASSUMPTIONS, estimate_run, format_estimate
+from pytest_beam.memory.estimate import ASSUMPTIONS
+from pytest_beam.session.estimate import estimate_systems, format_estimate, over_cap
 from pytest_beam.settings import resolve
 
 
 def settings(**flags):
     return resolve(lambda name: flags.get(name), lambda name: None, environ={})
+
+
+def estimate_run(bench_set, questions, s):
+    """The default system's estimate as the dry run makes it (the judge's calls and the judge check in)."""
+    return estimate_systems(bench_set, [("graphrag", q) for q in questions], s)["graphrag"]
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +57,8 @@ def test_the_complete_set_is_estimated_for_400_questions_and_20_conversations(co
     assert "complete set, 400 questions" in text and "conv20:" in text
     # the complete set, like full, has no default cap: the estimate says so, and a capped run is within it
     assert "no spend cap set (a run of this set on a paid endpoint needs --beam-max-calls" in text
-    assert "the complete set has no default spend cap" in est.over_cap(settings(mode="complete"))
-    assert est.over_cap(settings(mode="complete", max_calls="100000", max_tokens="100000000")) is None
+    assert "the complete set has no default spend cap" in over_cap(est, settings(mode="complete"))
+    assert over_cap(est, settings(mode="complete", max_calls="100000", max_tokens="100000000")) is None
 
 
 def test_a_subset_is_estimated_as_exactly_its_conversations(beam_data_dir, complete_estimate):

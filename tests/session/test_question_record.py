@@ -12,23 +12,19 @@ import pytest
 from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
 from pytest_beam.results.store import read_record, write_record
 from pytest_beam.session.collector import ResultError, RunCollector, verdict_of
+from pytest_beam.session.interrupt import TerminateAsInterrupt
+from pytest_beam.session.state import RunPlan
 
 QID = "conv3:summarization:0"
 NODEID = f"beam::test_question[{QID}]"
 
 
-class _Session:
-    runtime = None
-
-    def __init__(self, run_dir: Path, *, worker: bool = False) -> None:
-        self.systems = ["graphrag"]
-        self.run_dir = run_dir
-        self.is_worker = worker
-        self.process_name = "gw0" if worker else "controller"
-
-
 def _collector(tmp_path: Path, *, worker: bool = False) -> RunCollector:
-    return RunCollector(_Session(tmp_path, worker=worker))  # type: ignore[arg-type]
+    """A collector as the session builds it; what these tests never reach (config, settings, set) is None."""
+    plan = RunPlan(config=None, settings=None, worker_id="gw0" if worker else None,  # type: ignore[arg-type]
+                   run_id="run", run_dir=tmp_path)
+    return RunCollector(plan, None, ["graphrag"], None, started=0.0, relay_counts=dict,  # type: ignore[arg-type]
+                        terminate=TerminateAsInterrupt())
 
 
 def _report(when: str, outcome: str, result: str | None = None, longrepr: object = None) -> pytest.TestReport:
@@ -114,7 +110,7 @@ def test_the_result_of_an_outcome_and_its_user_properties(tmp_path):
     from pytest_beam.data.records import ProbingQuestion
     from pytest_beam.scoring.scores import ItemScore, QuestionScore
     from pytest_beam.session.outcome import question_record, record_unjudged
-    from pytest_beam.session.runtime import Outcome
+    from pytest_beam.session.question_step import Outcome
     from pytest_beam.system import SystemAnswer
 
     q = ProbingQuestion(conversation_id="3", ability="summarization", index=0, question="What happened?",

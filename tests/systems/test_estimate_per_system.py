@@ -6,8 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_beam.session.estimate import estimate_run
-from pytest_beam.session.estimate_systems import estimate_systems, format_systems, total_of
+from pytest_beam.session.estimate import estimate_systems, format_systems, total_of
 from pytest_beam.settings import resolve
 from pytest_beam.systems.answering import build_prompt, chat_messages, fit_to_budget, prompt_tokens
 
@@ -28,7 +27,7 @@ def test_baselines_make_one_answer_call_per_question_and_no_ingest(full):
     qs = full.questions[:6]
     pairs = [(s, q) for s in ("graphrag", "long-context", "bm25", "dense", "gold-evidence") for q in qs]
     est = estimate_systems(full, pairs, _settings())
-    graphrag = estimate_run(full, qs, _settings())
+    graphrag = estimate_systems(full, [("graphrag", q) for q in qs], _settings())["graphrag"]
     assert est["graphrag"].calls == graphrag.calls and est["graphrag"].phases["extraction"].calls > 0
     for name in ("long-context", "bm25", "dense", "gold-evidence"):
         e = est[name]
@@ -56,3 +55,26 @@ def test_a_custom_system_is_listed_without_an_estimate(full):
     assert est["mine"] is None and total_of(est).calls == est["bm25"].calls
     text = format_systems(est, _settings())
     assert "[mine] a custom system" in text and "[bm25]" in text and "all systems:" in text
+
+
+def test_each_system_answers_for_its_own_calls_and_the_harness_adds_the_judge(full):
+    """Issue 28: the estimate is the system's (MemorySystem.estimate, through the registry); an outside
+    system or a name the registry does not hold cannot say; the judge's calls are the harness's."""
+    from pytest_beam.memory.graphrag import GraphRAGSystem
+    from pytest_beam.system import MemorySystem
+    from pytest_beam.systems import estimate_of, system_class
+
+    qs, settings = full.questions[:3], _settings()
+    own = estimate_of("graphrag", full, qs, settings)
+    assert own is not None and list(own.phases) == ["extraction", "resolution", "agent"]  # no judge of its own
+    assert own.summary.startswith("pytest-beam dry run (the built-in Agentic GraphRAG): full set, 3 questions")
+    assert GraphRAGSystem.estimate(full, qs, settings) == own
+    for name in ("long-context", "bm25", "dense", "gold-evidence"):
+        baseline = estimate_of(name, full, qs, settings)
+        assert baseline is not None and list(baseline.phases) == ["agent"] and baseline.summary.startswith(name)
+    for name in ("mem0", "graphiti"):  # their library decides their calls: the contract's default
+        assert system_class(name).estimate.__func__ is MemorySystem.estimate.__func__
+        assert estimate_of(name, full, qs, settings) is None
+    assert estimate_of("mine", full, qs, settings) is None
+    judged = estimate_systems(full, [("bm25", q) for q in qs], settings)["bm25"]
+    assert list(judged.phases) == ["agent", "judge"] and judged.phases["judge"].calls > 0

@@ -1,0 +1,62 @@
+"""This process's graph services: one Neo4j per system run on a conversation, started when its system asks.
+
+The provider (docker, a local JVM, an existing server: `services.select_provider`) is chosen on
+the first start, so a run whose systems need no graph never picks one, and nothing starts
+before a system calls `SystemContext.start_neo4j()`. The harness stops each service with its
+conversation (`conversations.py`) and every one left at the session's end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
+    from ..settings import Settings
+    from .collector import RunCollector
+    from .state import RunPlan
+
+
+class GraphServices:
+    """The Neo4j services of this process, by run key (`Conversations.run_key`)."""
+
+    def __init__(self, plan: RunPlan, settings: Settings, collector: RunCollector,
+                 say: Callable[[str], None]) -> None:
+        self.plan, self.settings, self.collector, self.say = plan, settings, collector, say
+        self.services: dict[str, Neo4jService] = {}
+        self.connections: dict[str, Neo4jConnection] = {}
+        self._provider: Neo4jProvider | None = None
+
+    def _chosen_provider(self) -> Neo4jProvider:
+        if self._provider is None:
+            from ..services import select_provider
+
+            self._provider = select_provider(self.settings.neo4j, work_dir=self.plan.run_dir / "neo4j",
+                                             start_timeout_s=self.settings.neo4j_start_timeout)
+            if chosen := getattr(self._provider, "selection_note", None):
+                self.say(chosen)  # auto fell back (e.g. an engine without the pinned image)
+            note = getattr(self._provider, "first_use_note", None)
+            if note is not None and (line := note()):
+                self.say(line)  # minutes of Maven before the first start, once per machine
+        return self._provider
+
+    def start(self, key: str, service_name: str | None = None) -> Neo4jConnection:
+        """Start the run's Neo4j once; the harness stops it with the conversation."""
+        if key not in self.services:
+            provider = self._chosen_provider()
+            service = provider.create(service_name or f"conv{key}")
+            self.services[key] = service
+            self.connections[key] = service.start()
+            self.collector.note_service(key, provider.name)
+        return self.connections[key]
+
+    def stop(self, key: str) -> None:
+        service = self.services.pop(key, None)
+        self.connections.pop(key, None)
+        if service is not None:
+            service.stop()
+
+    def stop_all(self) -> None:
+        for key in list(self.services):
+            self.stop(key)
