@@ -48,8 +48,8 @@ class Probe(MemorySystem):
         s = self.context.settings
         reply = self.context.models.chat(role="judge", messages=[{"role": "user", "content": "Say OK."}],
                                          max_tokens=2)
-        plugin = CONFIGS[0].pluginmanager.get_plugin("beam-session")
-        model = plugin.endpoint.model if plugin.endpoint is not None else None
+        endpoint = CONFIGS[0].pluginmanager.get_plugin("beam-session").session.endpoint
+        model = endpoint.model  # None on an xdist worker: the controller started the model
         row = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "base_url": s.base_url, "model": s.model,
                "concurrency": s.concurrency, "timeout": s.timeout, "tool_mode": s.tool_mode,
                "agent_timeout": s.agent_timeout, "max_calls": s.max_calls, "reply": reply.text,
