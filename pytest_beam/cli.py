@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
             "against its own rubric items (expected pass), another question's reference, an empty and an 'I don't "
             "know' answer (expected fail, but 'I don't know' passes an abstention question), and event-ordering "
             "events against themselves and unrelated ones; BEAM's prompts unchanged. Prints agreement, false passes, "
-            "false fails and Cohen's kappa per ability with 95%% bootstrap intervals, and writes a record "
+            "false fails and Cohen's kappa per ability with 95% bootstrap intervals, and writes a record "
             "(pytest-beam report shows it; --html too). With no endpoint the embedded model judges. Every other "
             "beam setting comes from its BEAM_* variable."
         ),

@@ -166,3 +166,16 @@ def test_python_dash_m_and_console_script(results):
         proc = subprocess.run([str(script), "report", "--all", "--results", str(results)],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and A_ID in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["report", "rejudge", "judge-check"])
+def test_each_command_help_reads_as_written(command, capsys):
+    # a description is printed as given (argparse formats only the options' help with %), so a
+    # doubled percent sign there reached the user as "95%%"
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "%%" not in text, text
+    if command != "rejudge":
+        assert re.search(r"95%\s", text), text
