@@ -163,6 +163,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int),
     Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec),
     Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", 0.6, float),
+    Option("judge_fail_bar", "Share of BEAM's reference answers the judge may fail on their own rubric items before the judge check warns that it is not to be trusted.", 0.15, float),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
     Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
@@ -208,6 +209,7 @@ class Settings:
     judge_runs: int = 1
     judge_check: str = "auto"
     judge_bar: float = 0.6
+    judge_fail_bar: float = 0.15
     label: str | None = None
     system: str = DEFAULT_SYSTEM
     context_tokens: int = 120_000
@@ -380,6 +382,8 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
         raise SettingsError(f"--beam-pass-score={values['pass_score']}: must be between 0 and 1")
     if not -1.0 <= values["judge_bar"] <= 1.0:
         raise SettingsError(f"--beam-judge-bar={values['judge_bar']}: a kappa is between -1 and 1")
+    if not 0.0 <= values["judge_fail_bar"] <= 1.0:
+        raise SettingsError(f"--beam-judge-fail-bar={values['judge_fail_bar']}: a share is between 0 and 1")
     for name in ("chunk_tokens", "concurrency", "agent_steps", "judge_runs", "context_tokens", "retrieval_k"):
         if values[name] < 1:
             raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be at least 1")

@@ -103,10 +103,15 @@ def test_explicit_paths_leave_the_suite_out_unless_asked(pytester, data_flag):
     assert not [line for line in result.outlines if line.startswith("beam::")]
 
 
-def test_bad_setting_is_a_usage_error(pytester, data_flag):
-    result = pytester.runpytest("--beam-pass-score=2", data_flag)
+@pytest.mark.parametrize(("flag", "says"), [
+    ("--beam-pass-score=2", "--beam-pass-score=2.0: must be between 0 and 1"),
+    ("--beam-judge-bar=1.5", "--beam-judge-bar=1.5: a kappa is between -1 and 1"),
+    ("--beam-judge-fail-bar=-0.1", "--beam-judge-fail-bar=-0.1: a share is between 0 and 1"),
+])
+def test_bad_setting_is_a_usage_error(pytester, data_flag, flag, says):
+    result = pytester.runpytest(flag, data_flag)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--beam-pass-score=2.0: must be between 0 and 1*"])
+    result.stderr.fnmatch_lines([f"*{says}*"])
 
 
 def test_help_lists_the_options_in_their_group():

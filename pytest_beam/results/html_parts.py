@@ -190,6 +190,10 @@ def abilities_table(record: RunRecord) -> str:
     return table + "".join(f'<p class="sub" id="ability-note-{i}">{e(n)}</p>' for i, n in enumerate(notes))
 
 
+def _share(count: int, of: int) -> str:
+    return f"{count}/{of}, {count / of:.2f}" if of else "none judged"
+
+
 def _cls(d: float | None) -> str:
     return "pos" if d and d > 0 else "neg" if d and d < 0 else ""
 
@@ -304,7 +308,9 @@ def judge_check_section(record: RunRecord) -> str:
              f"judged by {check.judge_model or 'the judge'} "
              f"(profile {check.profile}); 95% bootstrap intervals over questions. A false pass is an answer the "
              "judge passed that should fail; a false fail, a reference answer failed on its own rubric.",
-             f"Bar: Cohen's kappa {check.bar:.2f}. " + (check.warning() or "The judge is above it.")]
+             f"Bars: Cohen's kappa {check.bar:.2f}, reference answers failed on their own rubric items at most "
+             f"{check.fail_bar:.2f} (here {_share(*check.reference_fails)}). "
+             + (check.warning() or "The judge is above both.")]
     if check.excluded:
         notes.append(f"{len(check.excluded)} reference cases were left out: the reference lacks the item or only "
                      "describes a compliant answer (each reason is in record.json).")

@@ -88,6 +88,7 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
 
         check = run_judge_check(bench.questions, bench.references, client, profile=settings.scorer,
                                 judge_runs=settings.judge_runs, sample=sample, bar=settings.judge_bar,
+                                fail_bar=settings.judge_fail_bar,
                                 judge_model=client.models.for_role("judge"), progress=progress)
     finally:
         if embedded is not None:

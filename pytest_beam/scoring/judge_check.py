@@ -17,11 +17,16 @@ from .agreement import AgreementStats, agreement_by_ability
 from .calibration import CalibrationCase, CaseVerdict, build_cases, judge_cases, sample_cases
 from .judge import JudgeModel
 
-__all__ = ["DEFAULT_BAR", "JudgeCheck", "run_judge_check"]
+__all__ = ["DEFAULT_BAR", "DEFAULT_FAIL_BAR", "JudgeCheck", "run_judge_check"]
 
-# The bar on Cohen's kappa under which a run warns that its judge is not to be trusted.
-# TODO(measure): chosen from the full set's calibration.
+# The bars under which a run warns that its judge is not to be trusted (docs/judge-calibration.md).
+# Kappa alone is not enough: the empty answers, other questions' references and the event-pair
+# cases are easy, and they carried the embedded model to kappa 0.86 on a sample of the full set
+# while it failed 8 of 25 reference answers on their own rubric items. Benchmark answers are mostly
+# near-right, so the share of right answers a judge fails is the bar that says whether a low score
+# is the system's; 0.15 sits below that measured share's 95% Wilson interval (0.17-0.52).
 DEFAULT_BAR = 0.6
+DEFAULT_FAIL_BAR = 0.15
 
 
 class JudgeCheck(BaseModel):
@@ -33,6 +38,8 @@ class JudgeCheck(BaseModel):
     profile: str
     judge_runs: int = 1
     bar: float = Field(DEFAULT_BAR, description="The kappa under which the judge is reported below the bar")
+    fail_bar: float = Field(DEFAULT_FAIL_BAR, description="The share of reference answers failed on their own "
+                            "rubric items above which the judge is reported below the bar")
     sample: int | None = Field(None, description="Most cases judged (None: every judged case)")
     cases: list[CalibrationCase] = Field(default_factory=list, description="Every case built, the excluded ones too")
     verdicts: list[CaseVerdict] = Field(default_factory=list)
@@ -41,9 +48,30 @@ class JudgeCheck(BaseModel):
     seconds: float = 0.0
 
     @property
-    def below_bar(self) -> bool:
+    def reference_fails(self) -> tuple[int, int]:
+        """(failed, judged) over the reference cases: BEAM's own reference answers on their rubric items."""
+        kinds = {c.id: c.kind for c in self.cases}
+        judged = [v for v in self.verdicts if kinds.get(v.case_id) == "reference"]
+        return sum(1 for v in judged if not v.judged_pass), len(judged)
+
+    @property
+    def reference_fail_rate(self) -> float | None:
+        failed, judged = self.reference_fails
+        return failed / judged if judged else None
+
+    @property
+    def kappa_below_bar(self) -> bool:
         """Kappa under the bar, or undefined (the judge said one thing to every case)."""
         return self.overall.kappa is None or self.overall.kappa < self.bar
+
+    @property
+    def fails_above_bar(self) -> bool:
+        rate = self.reference_fail_rate
+        return rate is not None and rate > self.fail_bar
+
+    @property
+    def below_bar(self) -> bool:
+        return self.kappa_below_bar or self.fails_above_bar
 
     @property
     def excluded(self) -> list[CalibrationCase]:
@@ -55,13 +83,20 @@ class JudgeCheck(BaseModel):
             return None
         kappa = "undefined (it gave every case the same verdict)" if self.overall.kappa is None \
             else f"{self.overall.kappa:.2f}"
-        return (f"the judge agrees with BEAM's reference answers at kappa {kappa}, below the bar of {self.bar:.2f}: "
-                "its scores are not to be trusted (pytest-beam judge-check measures it on a whole set)")
+        failed, judged = self.reference_fails
+        why = []
+        if self.kappa_below_bar:
+            why.append(f"agrees with BEAM's reference answers at kappa {kappa}, below the bar of {self.bar:.2f}")
+        if self.fails_above_bar:
+            why.append(f"fails {failed} of {judged} reference answers on their own rubric items "
+                       f"({failed / judged:.2f}, above the bar of {self.fail_bar:.2f})")
+        return (f"the judge {' and '.join(why)}: its scores are not to be trusted "
+                "(pytest-beam judge-check measures it on a whole set)")
 
 
 def run_judge_check(questions: Iterable[ProbingQuestion], references: Mapping[str, ReferenceAnswer],
                     judge: JudgeModel, *, profile: str, judge_runs: int = 1, sample: int | None = None,
-                    bar: float = DEFAULT_BAR, judge_model: str | None = None,
+                    bar: float = DEFAULT_BAR, fail_bar: float = DEFAULT_FAIL_BAR, judge_model: str | None = None,
                     progress: Callable[[int, int], None] | None = None) -> JudgeCheck:
     """Build the cases of ``questions``, judge ``sample`` of them (all by default), and measure."""
     questions = list(questions)
@@ -72,6 +107,7 @@ def run_judge_check(questions: Iterable[ProbingQuestion], references: Mapping[st
     verdicts = judge_cases(chosen, by_id, judge, profile, judge_runs, progress)
     by_case = {v.case_id: v for v in verdicts}
     abilities, overall = agreement_by_ability(chosen, by_case)
-    return JudgeCheck(judge_model=judge_model, profile=profile, judge_runs=judge_runs, bar=bar, sample=sample,
+    return JudgeCheck(judge_model=judge_model, profile=profile, judge_runs=judge_runs, bar=bar, fail_bar=fail_bar,
+                      sample=sample,
                       cases=cases, verdicts=verdicts, abilities=abilities, overall=overall,
                       seconds=time.monotonic() - started)

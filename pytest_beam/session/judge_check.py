@@ -80,6 +80,7 @@ def run_session_judge_check(session: BeamSession, question_ids: set[str],
     try:
         check = run_judge_check(questions, bench.references, client, profile=settings.scorer,
                                 judge_runs=settings.judge_runs, sample=size, bar=settings.judge_bar,
+                                fail_bar=settings.judge_fail_bar,
                                 judge_model=settings.role_models()["judge"], progress=progress)
     except (ModelEndpointError, BudgetExceeded, CassetteMiss) as exc:
         return SessionJudgeCheck(usage=client.meter.to_dict(), error=f"{type(exc).__name__}: {exc}")
