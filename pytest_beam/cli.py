@@ -93,8 +93,8 @@ _CHECK_FLAGS = (
     ("scorer", "P", "the scoring profile: default, upstream or omnimemeval"),
     ("judge_runs", "N", "judge every case N times; a case passes when most runs pass it"),
     ("judge_bar", "K", "the Cohen's kappa under which the judge is reported below the bar (default 0.6)"),
-    ("judge_fail_bar", "F", "the share of reference answers failed on their own rubric items above which the judge "
-                            "is reported below the bar (default 0.15)"),
+    ("judge_fail_bar", "F", "the share of right answers (references on their own items, 'I don't know' to "
+                            "abstention) failed above which the judge is reported below the bar (default 0.15)"),
     ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),
 )
 

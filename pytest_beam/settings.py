@@ -163,7 +163,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int),
     Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec),
     Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", 0.6, float),
-    Option("judge_fail_bar", "Share of BEAM's reference answers the judge may fail on their own rubric items before the judge check warns that it is not to be trusted.", 0.15, float),
+    Option("judge_fail_bar", "Share of right answers (BEAM's reference answers on their own rubric items, 'I don't know' to an abstention question) the judge may fail before the judge check warns that it is not to be trusted.", 0.15, float),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
     Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),

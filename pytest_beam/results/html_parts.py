@@ -308,8 +308,8 @@ def judge_check_section(record: RunRecord) -> str:
              f"judged by {check.judge_model or 'the judge'} "
              f"(profile {check.profile}); 95% bootstrap intervals over questions. A false pass is an answer the "
              "judge passed that should fail; a false fail, a reference answer failed on its own rubric.",
-             f"Bars: Cohen's kappa {check.bar:.2f}, reference answers failed on their own rubric items at most "
-             f"{check.fail_bar:.2f} (here {_share(*check.reference_fails)}). "
+             f"Bars: Cohen's kappa {check.bar:.2f}, right answers failed (references on their own items, "
+             f"'I don't know' to abstention) at most {check.fail_bar:.2f} (here {_share(*check.right_answer_fails)}). "
              + (check.warning() or "The judge is above both.")]
     if check.excluded:
         notes.append(f"{len(check.excluded)} reference cases were left out: the reference lacks the item or only "

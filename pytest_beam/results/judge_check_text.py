@@ -47,9 +47,10 @@ def render_judge_check(check: JudgeCheck) -> list[str]:
     if check.excluded:
         out.append(f"  left out: {len(check.excluded)} reference cases the reference cannot stand for "
                    "(it lacks the item, or only describes a compliant answer); the record lists each with its reason")
-    failed, judged = check.reference_fails
+    failed, judged = check.right_answer_fails
     if judged:
-        out.append(f"  reference answers failed on their own rubric items: {failed}/{judged} "
+        out.append("  right answers failed (references on their own items, 'I don't know' to abstention): "
+                   f"{failed}/{judged} "
                    f"({failed / judged:.2f}; bar {check.fail_bar:.2f})")
     warning = check.warning()
     out.append(f"WARNING: {warning}" if warning else _bar_passed(check))
@@ -59,6 +60,6 @@ def render_judge_check(check: JudgeCheck) -> list[str]:
 def _bar_passed(check: JudgeCheck) -> str:
     """What a judge above both bars is told (the text and the HTML page say the same)."""
     kappa = check.overall.kappa if check.overall.kappa is not None else float("nan")
-    fails = check.reference_fail_rate
-    share = f", reference answers failed {fails:.2f} <= {check.fail_bar:.2f}" if fails is not None else ""
+    fails = check.right_answer_fail_rate
+    share = f", right answers failed {fails:.2f} <= {check.fail_bar:.2f}" if fails is not None else ""
     return f"the judge is above the bar (kappa {kappa:.2f} >= {check.bar:.2f}{share})"

@@ -22,9 +22,10 @@ __all__ = ["DEFAULT_BAR", "DEFAULT_FAIL_BAR", "JudgeCheck", "run_judge_check"]
 # The bars under which a run warns that its judge is not to be trusted (docs/judge-calibration.md).
 # Kappa alone is not enough: the empty answers, other questions' references and the event-pair
 # cases are easy, and they carried the embedded model to kappa 0.86 on a sample of the full set
-# while it failed 8 of 25 reference answers on their own rubric items. Benchmark answers are mostly
-# near-right, so the share of right answers a judge fails is the bar that says whether a low score
-# is the system's; 0.15 sits below that measured share's 95% Wilson interval (0.17-0.52).
+# while it failed 8 of 27 right answers (6 of 25 references, 2 of 2 "I don't know" to abstention
+# questions). Benchmark answers are mostly near-right, so the share of right answers a judge fails
+# says whether a low score is the system's; 0.15 sits below that measured share's 95% Wilson
+# interval (0.30, 0.16-0.48).
 DEFAULT_BAR = 0.6
 DEFAULT_FAIL_BAR = 0.15
 
@@ -38,8 +39,8 @@ class JudgeCheck(BaseModel):
     profile: str
     judge_runs: int = 1
     bar: float = Field(DEFAULT_BAR, description="The kappa under which the judge is reported below the bar")
-    fail_bar: float = Field(DEFAULT_FAIL_BAR, description="The share of reference answers failed on their own "
-                            "rubric items above which the judge is reported below the bar")
+    fail_bar: float = Field(DEFAULT_FAIL_BAR, description="The share of right answers (references, and 'I don't "
+                            "know' to abstention) failed above which the judge is reported below the bar")
     sample: int | None = Field(None, description="Most cases judged (None: every judged case)")
     cases: list[CalibrationCase] = Field(default_factory=list, description="Every case built, the excluded ones too")
     verdicts: list[CaseVerdict] = Field(default_factory=list)
@@ -48,15 +49,16 @@ class JudgeCheck(BaseModel):
     seconds: float = 0.0
 
     @property
-    def reference_fails(self) -> tuple[int, int]:
-        """(failed, judged) over the reference cases: BEAM's own reference answers on their rubric items."""
-        kinds = {c.id: c.kind for c in self.cases}
-        judged = [v for v in self.verdicts if kinds.get(v.case_id) == "reference"]
+    def right_answer_fails(self) -> tuple[int, int]:
+        """(failed, judged) over the rubric cases that should pass: BEAM's reference answers on their own
+        items, and "I don't know" to an abstention question (the answer its rubric asks for)."""
+        right = {c.id for c in self.cases if c.expected_pass and c.kind in ("reference", "dont_know")}
+        judged = [v for v in self.verdicts if v.case_id in right]
         return sum(1 for v in judged if not v.judged_pass), len(judged)
 
     @property
-    def reference_fail_rate(self) -> float | None:
-        failed, judged = self.reference_fails
+    def right_answer_fail_rate(self) -> float | None:
+        failed, judged = self.right_answer_fails
         return failed / judged if judged else None
 
     @property
@@ -66,7 +68,7 @@ class JudgeCheck(BaseModel):
 
     @property
     def fails_above_bar(self) -> bool:
-        rate = self.reference_fail_rate
+        rate = self.right_answer_fail_rate
         return rate is not None and rate > self.fail_bar
 
     @property
@@ -83,12 +85,12 @@ class JudgeCheck(BaseModel):
             return None
         kappa = "undefined (it gave every case the same verdict)" if self.overall.kappa is None \
             else f"{self.overall.kappa:.2f}"
-        failed, judged = self.reference_fails
+        failed, judged = self.right_answer_fails
         why = []
         if self.kappa_below_bar:
             why.append(f"agrees with BEAM's reference answers at kappa {kappa}, below the bar of {self.bar:.2f}")
         if self.fails_above_bar:
-            why.append(f"fails {failed} of {judged} reference answers on their own rubric items "
+            why.append(f"fails {failed} of {judged} right answers on their rubric items "
                        f"({failed / judged:.2f}, above the bar of {self.fail_bar:.2f})")
         return (f"the judge {' and '.join(why)}: its scores are not to be trusted "
                 "(pytest-beam judge-check measures it on a whole set)")

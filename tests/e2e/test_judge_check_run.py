@@ -49,8 +49,9 @@ def test_a_run_with_the_judge_check_shows_it_beside_the_scores(tmp_path, scripte
     overall = next(line for line in summary.splitlines() if line.strip().startswith("overall") and "/" in line)
     assert overall.split()[:4] == ["overall", "9", "1.00", "[1.00,"]
     assert "0/6" in overall and "0/3" in overall  # no false pass of 6, no false fail of 3
-    assert "reference answers failed on their own rubric items: 0/3 (0.00; bar 0.15)" in summary
-    assert "the judge is above the bar (kappa 1.00 >= 0.60, reference answers failed 0.00 <= 0.15)" in summary
+    assert "right answers failed (references on their own items, 'I don't know' to abstention): 0/3 (0.00; bar 0.15)" \
+        in summary
+    assert "the judge is above the bar (kappa 1.00 >= 0.60, right answers failed 0.00 <= 0.15)" in summary
     record = _record(tmp_path)
     check = record["judge_check"]
     assert [v["judged_pass"] for v in check["verdicts"]] == [c["expected_pass"] for c in check["cases"]]
@@ -60,7 +61,7 @@ def test_a_run_with_the_judge_check_shows_it_beside_the_scores(tmp_path, scripte
     assert record["usage"]["judge"]["calls"] == 3  # the questions' own three rubric items
     page = (next((tmp_path / "results").glob("*/report.html"))).read_text()
     assert 'id="judge-check-table"' in page and "How far to trust the judge" in page
-    assert "reference answers failed on their own rubric items at most 0.15 (here 0/3, 0.00)" in page
+    assert "to abstention) at most 0.15 (here 0/3, 0.00)" in page
 
 
 def test_auto_leaves_the_check_out_for_a_judge_that_is_not_the_embedded_model(tmp_path, scripted, beam_data_dir):

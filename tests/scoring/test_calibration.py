@@ -172,9 +172,9 @@ def test_a_judge_that_fails_a_right_answer_is_below_the_bar_though_its_kappa_cle
     o = check.overall
     assert (o.n, o.expected_pass, o.false_fails, o.false_passes) == (9, 3, 1, 0)
     assert o.kappa == pytest.approx(24 / 33) and not check.kappa_below_bar
-    assert check.reference_fails == (1, 3) and check.fails_above_bar and check.below_bar
-    assert check.warning() == ("the judge fails 1 of 3 reference answers on their own rubric items (0.33, above the "
-                               "bar of 0.15): its scores are not to be trusted (pytest-beam judge-check measures it "
-                               "on a whole set)")
+    assert check.right_answer_fails == (1, 3) and check.fails_above_bar and check.below_bar
+    assert check.warning() == ("the judge fails 1 of 3 right answers on their rubric items (0.33, above the bar of "
+                               "0.15): its scores are not to be trusted (pytest-beam judge-check measures it on a "
+                               "whole set)")
     relaxed = run_judge_check(lite.questions, lite.references, _client(server), profile="default", fail_bar=0.4)
     assert not relaxed.below_bar and relaxed.warning() is None
