@@ -6,6 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR, RIGHT_ANSWERS_FAILED
+
 __all__ = ["main", "build_parser"]
 
 
@@ -92,9 +94,9 @@ _CHECK_FLAGS = (
     ("base_url", "URL", "OpenAI-compatible endpoint (default: BEAM_BASE_URL; none: the embedded model)"),
     ("scorer", "P", "the scoring profile: default, upstream or omnimemeval"),
     ("judge_runs", "N", "judge every case N times; a case passes when most runs pass it"),
-    ("judge_bar", "K", "the Cohen's kappa under which the judge is reported below the bar (default 0.6)"),
-    ("judge_fail_bar", "F", "the share of right answers (references on their own items, 'I don't know' to "
-                            "abstention) failed above which the judge is reported below the bar (default 0.15)"),
+    ("judge_bar", "K", f"the Cohen's kappa under which the judge is reported below the bar (default {DEFAULT_BAR})"),
+    ("judge_fail_bar", "F", f"the share of {RIGHT_ANSWERS_FAILED} above which the judge is reported below the "
+                            f"bar (default {DEFAULT_FAIL_BAR})"),
     ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),
 )
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
+from .scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR
 from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
 from .systems import DEFAULT_SYSTEM
 
@@ -162,8 +163,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("keep_markers", "Keep the BEAM generator's plan markers ('->-> 1,4' ending a turn) in the chat; by default they are stripped before any memory system sees it.", False, _bool, is_bool=True),
     Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int),
     Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec),
-    Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", 0.6, float),
-    Option("judge_fail_bar", "Share of right answers (BEAM's reference answers on their own rubric items, 'I don't know' to an abstention question) the judge may fail before the judge check warns that it is not to be trusted.", 0.15, float),
+    Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", DEFAULT_BAR, float),
+    Option("judge_fail_bar", "Share of right answers (BEAM's reference answers on their own rubric items, 'I don't know' to an abstention question) the judge may fail before the judge check warns that it is not to be trusted.", DEFAULT_FAIL_BAR, float),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
     Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
@@ -208,8 +209,8 @@ class Settings:
     keep_markers: bool = False
     judge_runs: int = 1
     judge_check: str = "auto"
-    judge_bar: float = 0.6
-    judge_fail_bar: float = 0.15
+    judge_bar: float = DEFAULT_BAR
+    judge_fail_bar: float = DEFAULT_FAIL_BAR
     label: str | None = None
     system: str = DEFAULT_SYSTEM
     context_tokens: int = 120_000

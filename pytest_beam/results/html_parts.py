@@ -194,6 +194,11 @@ def _share(count: int, of: int) -> str:
     return f"{count}/{of}, {count / of:.2f}" if of else "none judged"
 
 
+def _sentence(text: str) -> str:
+    """A summary line as a sentence of the page: capital first, full stop last."""
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
 def _cls(d: float | None) -> str:
     return "pos" if d and d > 0 else "neg" if d and d < 0 else ""
 
@@ -300,7 +305,8 @@ def judge_check_section(record: RunRecord) -> str:
     check = record.judge_check
     if check is None:
         return ""
-    from .judge_check_text import JUDGE_CHECK_HEADERS, judge_check_rows
+    from ..scoring.judge_bars import RIGHT_ANSWERS_FAILED
+    from .judge_check_text import JUDGE_CHECK_HEADERS, bar_passed, judge_check_rows
 
     verdicts = {v.case_id: v for v in check.verdicts}
     wrong = [c for c in check.cases if c.id in verdicts and verdicts[c.id].judged_pass != c.expected_pass]
@@ -308,9 +314,9 @@ def judge_check_section(record: RunRecord) -> str:
              f"judged by {check.judge_model or 'the judge'} "
              f"(profile {check.profile}); 95% bootstrap intervals over questions. A false pass is an answer the "
              "judge passed that should fail; a false fail, a reference answer failed on its own rubric.",
-             f"Bars: Cohen's kappa {check.bar:.2f}, right answers failed (references on their own items, "
-             f"'I don't know' to abstention) at most {check.fail_bar:.2f} (here {_share(*check.right_answer_fails)}). "
-             + (check.warning() or "The judge is above both.")]
+             f"Bars: Cohen's kappa {check.bar:.2f}, {RIGHT_ANSWERS_FAILED} at most {check.fail_bar:.2f} "
+             f"(here {_share(*check.right_answer_fails)}). "
+             + _sentence(check.warning() or bar_passed(check))]
     if check.excluded:
         notes.append(f"{len(check.excluded)} reference cases were left out: the reference lacks the item or only "
                      "describes a compliant answer (each reason is in record.json).")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..scoring.agreement import AgreementStats, Bounds
+from ..scoring.judge_bars import RIGHT_ANSWERS_FAILED
 from ..scoring.judge_check import JudgeCheck
 from .text import table
 
@@ -49,17 +50,21 @@ def render_judge_check(check: JudgeCheck) -> list[str]:
                    "(it lacks the item, or only describes a compliant answer); the record lists each with its reason")
     failed, judged = check.right_answer_fails
     if judged:
-        out.append("  right answers failed (references on their own items, 'I don't know' to abstention): "
-                   f"{failed}/{judged} "
+        out.append(f"  {RIGHT_ANSWERS_FAILED}: {failed}/{judged} "
                    f"({failed / judged:.2f}; bar {check.fail_bar:.2f})")
     warning = check.warning()
-    out.append(f"WARNING: {warning}" if warning else _bar_passed(check))
+    out.append(f"WARNING: {warning}" if warning else bar_passed(check))
     return out
 
 
-def _bar_passed(check: JudgeCheck) -> str:
-    """What a judge above both bars is told (the text and the HTML page say the same)."""
-    kappa = check.overall.kappa if check.overall.kappa is not None else float("nan")
+def bar_passed(check: JudgeCheck) -> str:
+    """What a judge above both bars is told, in the summary and on the HTML page alike.
+
+    Only asked when ``check.below_bar`` is False, which an undefined kappa never is.
+    """
+    kappa = check.overall.kappa
+    if kappa is None:
+        raise ValueError("bar_passed asked of a judge check whose kappa is undefined (it is below the bar)")
     fails = check.right_answer_fail_rate
     share = f", right answers failed {fails:.2f} <= {check.fail_bar:.2f}" if fails is not None else ""
     return f"the judge is above the bar (kappa {kappa:.2f} >= {check.bar:.2f}{share})"

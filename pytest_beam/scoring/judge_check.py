@@ -16,18 +16,9 @@ from ..data.records import ProbingQuestion, ReferenceAnswer
 from .agreement import AgreementStats, agreement_by_ability
 from .calibration import CalibrationCase, CaseVerdict, build_cases, judge_cases, sample_cases
 from .judge import JudgeModel
+from .judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR  # why these values: judge_bars.py
 
 __all__ = ["DEFAULT_BAR", "DEFAULT_FAIL_BAR", "JudgeCheck", "run_judge_check"]
-
-# The bars under which a run warns that its judge is not to be trusted (docs/judge-calibration.md).
-# Kappa alone is not enough: the empty answers, other questions' references and the event-pair
-# cases are easy, and they carried the embedded model to kappa 0.86 on a sample of the full set
-# while it failed 8 of 27 right answers (6 of 25 references, 2 of 2 "I don't know" to abstention
-# questions). Benchmark answers are mostly near-right, so the share of right answers a judge fails
-# says whether a low score is the system's; 0.15 sits below that measured share's 95% Wilson
-# interval (0.30, 0.16-0.48).
-DEFAULT_BAR = 0.6
-DEFAULT_FAIL_BAR = 0.15
 
 
 class JudgeCheck(BaseModel):

@@ -7,6 +7,7 @@ set passes exactly the three reference cases, so every count below is exact.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -62,6 +63,8 @@ def test_a_run_with_the_judge_check_shows_it_beside_the_scores(tmp_path, scripte
     page = (next((tmp_path / "results").glob("*/report.html"))).read_text()
     assert 'id="judge-check-table"' in page and "How far to trust the judge" in page
     assert "to abstention) at most 0.15 (here 0/3, 0.00)" in page
+    # the page gives the summary's verdict, as a sentence of its own
+    assert html.escape("The judge is above the bar (kappa 1.00 >= 0.60, right answers failed 0.00 <= 0.15).") in page
 
 
 def test_auto_leaves_the_check_out_for_a_judge_that_is_not_the_embedded_model(tmp_path, scripted, beam_data_dir):
