@@ -31,8 +31,12 @@ PAID = 4  # calls answered before the gate
 # A run started from a terminal takes Ctrl-C; one started by a shell script's `&` inherits SIGINT
 # ignored, and exec keeps that: the run then never sees the test's Ctrl-C (this is how CI was
 # launched by hand once, and the run ended in model errors instead of an interrupt).
-AS_FROM_A_TERMINAL = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                      "sys.exit(pytest.console_main())")
+# SIGUSR1 makes the run print every thread's stack to the stderr it was started with (pytest's
+# capture holds fd 2 during a test): a run that never writes its record says where it stands.
+AS_FROM_A_TERMINAL = ("import faulthandler, os, signal, sys, pytest; "
+                      "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                      "faulthandler.register(signal.SIGUSR1, file=open(os.dup(2), 'w'), all_threads=True); "
+                      "sys.exit(pytest.main())")
 
 
 class GatedModel(ScriptedBeamModel):
@@ -80,7 +84,13 @@ def the_record_appears(tmp_path, proc, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not list((tmp_path / "results").glob("*/record.json")):
         assert proc.poll() is None, "the run ended without a record"
-        assert time.monotonic() < deadline, "no record while the interrupted run's model calls are held"
+        if time.monotonic() > deadline:
+            os.kill(proc.pid, signal.SIGUSR1)  # the stacks of a run stuck before its record
+            time.sleep(3)
+            os.killpg(proc.pid, signal.SIGKILL)
+            out = proc.communicate(timeout=60)[0]
+            raise AssertionError(f"no record {timeout:.0f} s after the signal, while the interrupted run's model "
+                                 f"calls are held; its output and threads:\n{out[-12000:]}")
         time.sleep(0.2)
 
 
