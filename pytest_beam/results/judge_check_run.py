@@ -11,13 +11,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings import Settings
 from .provenance import scoring_stamp
 from .schema import RunRecord, UsageRow
 
-__all__ = ["JudgeCheckError", "run_judge_check_command"]
+if TYPE_CHECKING:
+    from ..llm.meter import Usage
+
+__all__ = ["JudgeCheckError", "progress_line", "run_judge_check_command"]
 
 
 class JudgeCheckError(Exception):
@@ -58,6 +61,26 @@ def _client(settings: Settings, judge_model: str, say: Callable[[str], None]) ->
     return client, embedded, settings
 
 
+def progress_line(done: int, total: int, seconds: float, usage: Usage) -> str:
+    """Where a judge check stands, and the time left at the pace of its live calls.
+
+    A case answered from the response cache costs nothing, so a pace taken over every case
+    promised minutes for hours after a re-run (seen: "about 2 min left" with 75 minutes to go). Which of
+    the cases left are cached is not known ahead, so the time left is an upper bound: every case
+    left a live call, at the live calls' pace so far.
+    """
+    head = f"judge check: {done}/{total} cases judged"
+    from_cache = usage.cached_calls + usage.replayed_calls
+    if from_cache:
+        head += f", {from_cache} of their calls from the response cache"
+    if not usage.calls or done >= total:
+        return head
+    per_call = seconds / usage.calls
+    calls_per_case = (usage.calls + from_cache) / done
+    left = (total - done) * calls_per_case * per_call
+    return f"{head}; {per_call:.0f} s a live call, so at most {left / 60:.0f} min left"
+
+
 def run_judge_check_command(settings: Settings, *, judge_model: str | None, sample: int | None,
                             results_dir: Path, say: Callable[[str], None]) -> tuple[Path, RunRecord]:
     """Load the set of ``settings.mode``, judge its cases, write and return the record."""
@@ -83,8 +106,7 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
             now = time.monotonic()
             if done == total or now - last[0] >= 30:
                 last[0] = now
-                left = (now - t0) / done * (total - done)
-                say(f"judge check: {done}/{total} cases judged, about {left / 60:.0f} min left")
+                say(progress_line(done, total, now - t0, client.meter.total()))
 
         check = run_judge_check(bench.questions, bench.references, client, profile=settings.scorer,
                                 judge_runs=settings.judge_runs, sample=sample, bar=settings.judge_bar,
