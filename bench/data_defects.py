@@ -48,8 +48,8 @@ def main() -> int:
         for r in runaways(root, tier):
             repair = table.get((tier, r.conversation, r.message))
             what = f"{repair.kind}, {repair.removed:,} cut" if repair else "NOT HANDLED"
-            print(f"{tier:<6}{r.conversation:>5}{r.message:>6}  {r.kind:<16}{r.characters:>9,}{r.runaway_characters:>9,}"
-                  f"{r.repeats:>9,}  {what}")
+            print(f"{tier:<6}{r.conversation:>5}{r.message:>6}  {r.kind:<16}{r.characters:>9,}"
+                  f"{r.runaway_characters:>9,}{r.repeats:>9,}  {what}")
             row = totals.setdefault(tier, [0, 0, 0])
             row[0] += 1
             row[1] += r.characters

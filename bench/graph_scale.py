@@ -130,8 +130,9 @@ def print_rows(small: dict, large: dict) -> None:
         print(f"{name:<26}{fmt.format(small[key]):>14}{fmt.format(large[key]):>14}"
               f"{large[key] / small[key] if small[key] else 0:>8.2f}")
     for name, key in (("store on disk (MB)", "store"), ("RSS empty (MB)", "rss_empty"), ("RSS with graph (MB)", "rss")):
-        print(f"{name:<26}{small[key] / mb:>14.0f}{large[key] / mb:>14.0f}{large[key] / small[key] if small[key] else 0:>8.2f}")
-    print(f"\nagent tool latency (ms): median / p95 over the questions' calls")
+        print(f"{name:<26}{small[key] / mb:>14.0f}{large[key] / mb:>14.0f}"
+              f"{large[key] / small[key] if small[key] else 0:>8.2f}")
+    print("\nagent tool latency (ms): median / p95 over the questions' calls")
     print(f"{'tool':<26}{'calls':>7}{small['label']:>16}{'calls':>7}{large['label']:>16}{'median ratio':>14}")
     for tool in TOOLS:
         a, b = small["latency"][tool], large["latency"][tool]

@@ -108,7 +108,7 @@ def scripted_extraction(prompt: str) -> dict:
             entities.setdefault(name.lower(), {"type": kind, "name": name,
                                                "description": f"{kind.lower()} the {role} mentioned"})
 
-    for mid, role, text in sorted(messages, key=lambda m: m[1] != "user"):  # the user's names first
+    for _mid, role, text in sorted(messages, key=lambda m: m[1] != "user"):  # the user's names first
         for sentence in _sentences(text):
             for m in _NAME.finditer(sentence):
                 name = m.group(1)
@@ -136,7 +136,8 @@ def scripted_extraction(prompt: str) -> dict:
             budget -= 1
             if role == "user" and (_RULE.search(sentence) or _PREF.search(sentence)):
                 kind = "Instruction" if _RULE.search(sentence) else "Preference"
-                topic = next((a for a in about if entities[a.lower()]["type"] == "Topic"), None) or _keyword_topic(sentence)
+                topic = (next((a for a in about if entities[a.lower()]["type"] == "Topic"), None)
+                         or _keyword_topic(sentence))
                 statements.append({"type": kind, "text": sentence[:300], "about": about, "topic": topic,
                                    "message_ids": [mid]})
             elif measure:
@@ -244,9 +245,12 @@ def summarise(label: str, runs: list[dict]) -> dict:
           f"embedding {sum(r['embed_s'] for r in runs):5.1f} s)")
     for r in runs:
         rep = r["report"]
+        named = sum(v for k, v in rep.entities_by_type.items()
+                    if k in ("Person", "Place", "Organization", "Tool", "Topic", "Event"))
+        stated = sum(v for k, v in rep.entities_by_type.items()
+                     if k in ("Fact", "Instruction", "Preference", "Measure"))
         print(f"   conv {r['cid']:>3}: {r['chunks']:>4} chunks, {r['wall']:6.1f} s, entities "
-              f"{sum(v for k, v in rep.entities_by_type.items() if k in ('Person', 'Place', 'Organization', 'Tool', 'Topic', 'Event'))}, "
-              f"statements {sum(v for k, v in rep.entities_by_type.items() if k in ('Fact', 'Instruction', 'Preference', 'Measure'))}, "
+              f"{named}, statements {stated}, "
               f"SUPERSEDES {rep.relations_by_type.get('SUPERSEDES', 0)}, empty {rep.empty_extractions}")
         for note in rep.notes:
             if note.startswith(("resolution:", "updates:")):

@@ -93,9 +93,9 @@ def _row(name: str, check: Any, base: Any | None, calls: int) -> list[str]:
         return "-" if a is None or b is None else f"{b - a:+.3f}"
 
     kappa_iv = f"[{o.kappa_interval.low:.2f}, {o.kappa_interval.high:.2f}]" if o.kappa_interval else "-"
-    return [name, str(o.n), fmt(o.agreement), f"{o.false_passes}/{o.expected_fail}", f"{o.false_fails}/{o.expected_pass}",
-            fmt(o.kappa), kappa_iv, delta(base.overall.kappa, o.kappa) if base else "", str(calls),
-            f"{check.seconds:.0f}"]
+    return [name, str(o.n), fmt(o.agreement), f"{o.false_passes}/{o.expected_fail}",
+            f"{o.false_fails}/{o.expected_pass}", fmt(o.kappa), kappa_iv,
+            delta(base.overall.kappa, o.kappa) if base else "", str(calls), f"{check.seconds:.0f}"]
 
 
 def main() -> int:
@@ -143,8 +143,10 @@ def main() -> int:
             started = time.monotonic()
             check = run_judge_check(bench.questions, bench.references, VariantJudge(clients, fmt), profile="default",
                                     judge_runs=len(seeds), sample=args.sample, judge_model=model,
-                                    progress=lambda done, total, n=name: (done % 10 == 0 or done == total) and print(
-                                        f"  {n}: {done}/{total} cases, {time.monotonic() - started:.0f} s", flush=True))
+                                    progress=lambda done, total, n=name, t0=started: (
+                                        (done % 10 == 0 or done == total)
+                                        and print(f"  {n}: {done}/{total} cases, {time.monotonic() - t0:.0f} s",
+                                                  flush=True)))
             calls = sum(u.get("calls", 0) for u in meter.to_dict().values())
             rows.append(_row(name, check, base, calls))
             base = base or check

@@ -35,11 +35,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
+from smoke_options import add_smoke_options, smoke_defaults, use_cache
 
-from pytest_beam.services import open_driver, pid_exists, run_read, run_write, select_provider  # noqa: E402
-from pytest_beam.services.local import LocalNeo4jProvider  # noqa: E402
-from pytest_beam.services.local_install import NEO4J_VERSION  # noqa: E402
+from pytest_beam.services import open_driver, pid_exists, run_read, run_write, select_provider
+from pytest_beam.services.local import LocalNeo4jProvider
+from pytest_beam.services.local_install import NEO4J_VERSION
 
 MERGE = "UNWIND $rows AS r MERGE (n:Node {id: r.id}) SET n.v = r.v"
 
@@ -94,7 +94,8 @@ def run_round(n: int, nodes: int, batch: int, heap: str, fast_start: bool = True
             run_read(driver, conn.database, "RETURN 1 AS x", {}, timeout_s=30, max_rows=1)
             res["startup_s"] = time.monotonic() - t0
             res["rss_start_mb"] = memory_mb(svc)
-            run_write(driver, conn.database, "CREATE CONSTRAINT node_id IF NOT EXISTS FOR (n:Node) REQUIRE n.id IS UNIQUE")
+            run_write(driver, conn.database,
+                      "CREATE CONSTRAINT node_id IF NOT EXISTS FOR (n:Node) REQUIRE n.id IS UNIQUE")
             res["ready"] = time.monotonic()
             barrier.wait()  # all services write at the same time
             rows = [{"id": k, "v": k * 3} for k in range(nodes)]
@@ -179,8 +180,9 @@ def main() -> int:
         for n in [int(x) for x in args.counts.split(",") if x]:
             res = run_round(n, args.nodes, args.batch, args.heap, fast_start=mode == "fast", docker=mode == "docker")
             for i, r in enumerate(res):
-                print(f"{mode:>6} {n:>8} {i:>4} {r['startup_s']:>19.1f} {r['rss_start_mb']:>13.0f} {r['rss_end_mb']:>11.0f} "
-                      f"{r['write_s']:>8.2f} {args.nodes / r['write_s']:>9.0f}  {r.get('container') or '-'}")
+                print(f"{mode:>6} {n:>8} {i:>4} {r['startup_s']:>19.1f} {r['rss_start_mb']:>13.0f} "
+                      f"{r['rss_end_mb']:>11.0f} {r['write_s']:>8.2f} {args.nodes / r['write_s']:>9.0f}  "
+                      f"{r.get('container') or '-'}")
             summary.append((mode, n, res))
     print("\nsummary")
     print(f"{'mode':>6} {'services':>8} {'start median/max s':>19} {'RSS/svc MB (end)':>17} {'RSS total MB':>13} "

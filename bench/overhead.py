@@ -43,7 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from ingest_cost import TimedEmbedder, responder as ingest_responder  # noqa: E402
+from ingest_cost import TimedEmbedder  # noqa: E402
+from ingest_cost import responder as ingest_responder  # noqa: E402
 from smoke_options import add_smoke_options, smoke_defaults, use_cache  # noqa: E402
 
 from pytest_beam.data.sets import load_set  # noqa: E402
@@ -239,8 +240,8 @@ def print_run(latency: float, r: dict) -> None:
     for phase in PHASES:
         u = r["usage"].get(phase, {})
         phase_s = r["seconds"].get("ingest" if phase in ("extraction", "resolution") else phase, 0.0)
-        print(f"   {phase:<11}{u.get('calls', 0):>7}{u.get('prompt_tokens', 0):>13,}{u.get('completion_tokens', 0):>12,}"
-              f"{u.get('seconds', 0.0):>10.1f}{phase_s:>10.1f}")
+        print(f"   {phase:<11}{u.get('calls', 0):>7}{u.get('prompt_tokens', 0):>13,}"
+              f"{u.get('completion_tokens', 0):>12,}{u.get('seconds', 0.0):>10.1f}{phase_s:>10.1f}")
     print(f"   harness own time per question: {r['own_wall_per_question']:.2f} s of wall clock, "
           f"{r['own_per_question']:.2f} s of worker time (summed over workers)")
     prompts = r["agent_prompts"]
@@ -263,7 +264,8 @@ def print_run(latency: float, r: dict) -> None:
           f"run one after another within a worker)")
     mb = 1024 * 1024
     peaks = ", ".join(f"{k} {v / mb:,.0f} MB" for k, v in sorted(r["peak_rss"].items(), key=lambda kv: -kv[1]))
-    print(f"   peak memory of the run's processes: {r['peak_total'] / mb:,.0f} MB at once ({peaks}, each kind's own peak)")
+    print(f"   peak memory of the run's processes: {r['peak_total'] / mb:,.0f} MB at once "
+          f"({peaks}, each kind's own peak)")
     print(f"   record {r['record_path']} ({r['record_bytes'] / 1024:,.0f} KB; traces {r['trace_bytes'] / mb:,.1f} MB)")
 
 
@@ -302,7 +304,8 @@ def main() -> int:
               f"{r['own_wall_per_question']:>14.2f}{r['own_per_question']:>16.2f}")
     for latency in latencies:
         if (latency, 1) in runs and (latency, 5) in runs:
-            print(f"latency {latency:.2f}: -n 5 is {runs[latency, 1]['wall'] / runs[latency, 5]['wall']:.2f}x faster than -n 1")
+            print(f"latency {latency:.2f}: -n 5 is {runs[latency, 1]['wall'] / runs[latency, 5]['wall']:.2f}x "
+                  "faster than -n 1")
     concurrencies = [int(x) for x in args.ingest_concurrency.split(",") if x]
     if concurrencies:
         documents = load_set(mode, data).documents["17"]

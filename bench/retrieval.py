@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_data import KS, groups_for, load_conversations, mean_se, recall, smoke_conversations  # noqa: E402
 from retrieval_methods import DEFAULT_METHOD, METHODS, Ranker, corpus_of  # noqa: E402
 from retrieval_neo4j import NEO4J_METHODS, neo4j_lists  # noqa: E402
-from retrieval_rank import head, make_cache, order  # noqa: E402
+from retrieval_rank import head, make_cache  # noqa: E402
 from smoke_options import add_smoke_options, use_cache  # noqa: E402
 
 BASELINES = ("bm25", "dense")

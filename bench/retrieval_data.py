@@ -10,13 +10,14 @@ Messages are what a memory system ingests: without the generator's plan markers
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
+from pytest_beam.data.local_copy import load_local
 from pytest_beam.data.markers import strip_document
 from pytest_beam.data.sets import FULL_CONVERSATIONS, known_bad_rubrics, session_documents
-from pytest_beam.data.local_copy import load_local
 
 KS = (5, 10, 20)
 ALL_CONVERSATIONS: tuple[str, ...] = tuple(str(i) for i in range(1, 21))

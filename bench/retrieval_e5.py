@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pytest_beam.files import sha256_of
 from pytest_beam.memory.embeddings import EmbeddingUnavailable

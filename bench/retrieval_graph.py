@@ -16,8 +16,9 @@ real local Neo4j, and each question is put to the agent's tools as the agent wou
 shows within a budget of tool-output tokens (2,000 and 4,000; cl100k tokens of the results as the
 agent reads them, in call order; the result that crosses the budget counts up to the cut). Two
 call plans: ``search only`` is the agent's first search (``AgentConfig``'s first_search_hits and
-first_search_kind, as the harness runs it) and then ``hybrid_search`` for 25 hits; ``toolset`` is the same first search, then ``topic_sessions``
-with the question, then ``session_outline`` of every session in order.
+first_search_kind, as the harness runs it) and then ``hybrid_search`` for 25 hits; ``toolset`` is
+the same first search, then ``topic_sessions`` with the question, then ``session_outline`` of every
+session in order.
 
 The extraction model is the scripted instant extractor of bench/ingest_cost.py, run on the real
 chunk prompts and on the question as a one-message excerpt: capitalised names, measures, rules
@@ -54,7 +55,8 @@ ROWS = ("first search", "first search, messages only", "graph tools", "first sea
 GRAPH_TOOLS = (("entity_statements", "name"), ("timeline", "topic"))
 BUDGETS = (2000, 4000)
 PLANS = ("search only", "toolset")
-FIRST_SEARCH = {"limit": AgentConfig().first_search_hits, "kind": AgentConfig().first_search_kind}  # every question's start
+# every question's start
+FIRST_SEARCH = {"limit": AgentConfig().first_search_hits, "kind": AgentConfig().first_search_kind}
 _SHOWN = (re.compile(r'"message_id":(\d+)'), re.compile(r'"message_ids":\[([\d,]*)'), re.compile(r'\[(\d+),"'))
 
 

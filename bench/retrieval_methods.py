@@ -12,8 +12,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from retrieval_rank import (BM25Ranker, Corpus, VectorCache, dense_scores, expand, head, make_cache, order, rrf,
-                            scripted_statements, statement_ranking)
+from retrieval_rank import (
+    BM25Ranker,
+    Corpus,
+    VectorCache,
+    dense_scores,
+    expand,
+    head,
+    make_cache,
+    order,
+    rrf,
+    scripted_statements,
+    statement_ranking,
+)
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
-from dataclasses import replace
+from retrieval_data import KS, Conversation
+from retrieval_rank import VectorCache, cache_dir, head
 
 from pytest_beam.memory import search, store
 from pytest_beam.memory.graph_schema import install_schema
 from pytest_beam.memory.ingest import message_rows
 from pytest_beam.services.access import run_write
-
-from retrieval_data import KS, Conversation
-from retrieval_rank import VectorCache, cache_dir, head
 
 # "hybrid" is the default before the user-turn prior; "before" the default before issue 27;
 # "product" is memory/search.py's own default path today, measured through the real Neo4j indexes.

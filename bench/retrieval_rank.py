@@ -13,9 +13,10 @@ import json
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ def cache_dir() -> Path:
 
 
 def _key(kind: str, text: str) -> str:
-    return hashlib.sha1(f"{kind}\0{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha1(f"{kind}\0{text}".encode()).hexdigest()
 
 
 class VectorCache:

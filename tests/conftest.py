@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+# The scripted model server (a declared test double for the model) for every test that asks for it.
+from tests.model_server import model_server, model_server_factory  # noqa: F401
+
 
 def pytest_configure() -> None:
     # This session has read PYTEST_ADDOPTS already. The pytest runs the tests start as subprocesses

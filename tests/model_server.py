@@ -59,9 +59,10 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pytest
 
@@ -103,39 +104,40 @@ class Reply:
     drop: bool = False
 
     @classmethod
-    def say(cls, text: str, **kw: Any) -> "Reply":
+    def say(cls, text: str, **kw: Any) -> Reply:
         """A plain assistant text reply."""
         return cls(text=text, **kw)
 
     @classmethod
-    def json_object(cls, value: Any, **kw: Any) -> "Reply":
+    def json_object(cls, value: Any, **kw: Any) -> Reply:
         """An assistant reply whose content is ``json.dumps(value)``."""
         return cls(json=value, **kw)
 
     @classmethod
-    def calls(cls, *calls: dict[str, Any], text: str | None = None, **kw: Any) -> "Reply":
+    def calls(cls, *calls: dict[str, Any], text: str | None = None, **kw: Any) -> Reply:
         """An assistant reply with tool calls (build each with :func:`tool_call`)."""
         return cls(text=text, tool_calls=list(calls), **kw)
 
     @classmethod
-    def fail(cls, status: int, message: str | None = None, *, retry_after: float | str | None = None, **kw: Any) -> "Reply":
+    def fail(cls, status: int, message: str | None = None, *, retry_after: float | str | None = None,
+             **kw: Any) -> Reply:
         """An HTTP error with an OpenAI-style error body, optionally with ``Retry-After``.
 
         ``{authorization}`` in ``message`` is replaced by the request's Authorization header."""
         return cls(status=status, error=message or f"scripted error {status}", retry_after=retry_after, **kw)
 
     @classmethod
-    def vectors(cls, embeddings: list[list[float]], **kw: Any) -> "Reply":
+    def vectors(cls, embeddings: list[list[float]], **kw: Any) -> Reply:
         """An embeddings reply (one vector per input, in order)."""
         return cls(embeddings=embeddings, **kw)
 
     @classmethod
-    def raw(cls, body: bytes | str | dict | list, status: int = 200, **kw: Any) -> "Reply":
+    def raw(cls, body: bytes | str | dict | list, status: int = 200, **kw: Any) -> Reply:
         """Exactly this response body."""
         return cls(body=body, status=status, **kw)
 
     @classmethod
-    def disconnect(cls, **kw: Any) -> "Reply":
+    def disconnect(cls, **kw: Any) -> Reply:
         """Close the connection without answering."""
         return cls(drop=True, **kw)
 
@@ -198,16 +200,16 @@ class Router:
         server.responder = router
     """
 
-    def __init__(self, default: "Reply | str | dict | Responder | None" = None) -> None:
+    def __init__(self, default: Reply | str | dict | Responder | None = None) -> None:
         self.rules: list[tuple[Any, Any]] = []
         self.default = default
         self.hits: collections.Counter[int] = collections.Counter()
 
-    def on(self, when: "str | re.Pattern[str] | Callable[[dict], Any]", answer: "Reply | str | dict | Responder") -> "Router":
+    def on(self, when: str | re.Pattern[str] | Callable[[dict], Any], answer: Reply | str | dict | Responder) -> Router:
         self.rules.append((when, answer))
         return self
 
-    def __call__(self, request: dict[str, Any]) -> "Reply | str | dict | None":
+    def __call__(self, request: dict[str, Any]) -> Reply | str | dict | None:
         text = messages_text(request)
         for i, (when, answer) in enumerate(self.rules):
             if isinstance(when, str):
@@ -245,8 +247,8 @@ class ScriptedModelServer:
         self,
         *,
         responder: Responder | None = None,
-        embedding_responder: Callable[[dict[str, Any]], "Reply | list[list[float]] | None"] | None = None,
-        default_reply: "Reply | str | dict | None" = None,
+        embedding_responder: Callable[[dict[str, Any]], Reply | list[list[float]] | None] | None = None,
+        default_reply: Reply | str | dict | None = None,
         latency: float = 0.0,
         embedding_dim: int = 8,
         supports_json_schema: bool = True,
@@ -276,7 +278,7 @@ class ScriptedModelServer:
         self._counter = 0
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> "ScriptedModelServer":
+    def start(self) -> ScriptedModelServer:
         if self._httpd is not None:
             return self
         server = self
@@ -305,7 +307,7 @@ class ScriptedModelServer:
     def running(self) -> bool:
         return self._httpd is not None
 
-    def __enter__(self) -> "ScriptedModelServer":
+    def __enter__(self) -> ScriptedModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -323,13 +325,13 @@ class ScriptedModelServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     # -- scripting -----------------------------------------------------------------------------
-    def script(self, *replies: "Reply | str | dict") -> "ScriptedModelServer":
+    def script(self, *replies: Reply | str | dict) -> ScriptedModelServer:
         """Queue chat replies (a ``str`` is a text reply, a ``dict`` a JSON-object reply)."""
         with self._lock:
             self._chat_queue.extend(_as_reply(r) for r in replies)
         return self
 
-    def script_embeddings(self, *replies: "Reply | list[list[float]]") -> "ScriptedModelServer":
+    def script_embeddings(self, *replies: Reply | list[list[float]]) -> ScriptedModelServer:
         with self._lock:
             self._embedding_queue.extend(r if isinstance(r, Reply) else Reply.vectors(r) for r in replies)
         return self
@@ -469,7 +471,7 @@ class ScriptedModelServer:
         return body, prompt_tokens
 
 
-def _as_reply(answer: "Reply | str | dict") -> Reply:
+def _as_reply(answer: Reply | str | dict) -> Reply:
     if isinstance(answer, Reply):
         return answer
     if isinstance(answer, str):
@@ -491,7 +493,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
-            data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "scripted"} for m in self.scripted.models]}
+            data = {"object": "list",
+                    "data": [{"id": m, "object": "model", "owned_by": "scripted"} for m in self.scripted.models]}
             self._send(200, json.dumps(data).encode(), {})
         else:
             self._send(404, _error_body("not found", 404), {})

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests.model_server import Reply, ScriptedModelServer, model_server  # noqa: F401
+from tests.model_server import Reply, ScriptedModelServer
 
 CONFTEST = '''
 from pytest_beam.system import IngestReport, MemorySystem, SystemAnswer
@@ -53,9 +53,9 @@ def closed_port() -> int:
 
 
 def run(project, beam_data_dir, *args, env=None):
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", f"--beam-data={beam_data_dir}",
-           "--beam-cache=off", f"--beam-results={project / 'results'}", "--beam-max-calls=100000",
-           "--beam-max-tokens=100000000", "-rE", *SELECT, *args]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+           f"--beam-data={beam_data_dir}", "--beam-cache=off", f"--beam-results={project / 'results'}",
+           "--beam-max-calls=100000", "--beam-max-tokens=100000000", "-rE", *SELECT, *args]
     env = {**os.environ, "COLUMNS": "400", **(env or {})}  # the short summary trims to the terminal's width
     return subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600, env=env)
 
@@ -95,8 +95,9 @@ def test_an_endpoint_that_goes_down_mid_run_is_one_line_per_question(project, be
     sections = error_sections(proc.stdout)
     assert sorted(sections) == QUESTIONS, proc.stdout[-3000:]
     line = sections[QUESTIONS[0]]
-    assert len(line) == 1 and line[0].startswith(f"ModelEndpointError: Model endpoint {dropping_server.base_url} failed for the "
-                                                 "extraction chat call (model m) after 1 attempt(s)"), line
+    assert len(line) == 1 and line[0].startswith(
+        f"ModelEndpointError: Model endpoint {dropping_server.base_url} failed for the "
+        "extraction chat call (model m) after 1 attempt(s)"), line
     assert sections[QUESTIONS[1]] == line  # the conversation's fixture failed once, for both questions
     assert "Traceback" not in proc.stdout and "pytest_beam/" not in proc.stdout
     summary = [entry for entry in proc.stdout.splitlines() if entry.startswith("ERROR beam::")]

@@ -9,8 +9,6 @@ from collections import Counter
 
 import pytest
 
-from tests.model_server import model_server  # noqa: F401
-
 
 def collect(pytester, *args):
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", *args)
@@ -216,7 +214,8 @@ def pytest_collection_finish(session):
     monkeypatch.chdir(sub)
     monkeypatch.setenv("BEAM_CACHE", "env-cache")
     data = os.path.relpath(beam_data_dir, sub)
-    for spelling in (["--beam-data=" + data, "--beam-cassette=cli.jsonl"], ["--beam-data=" + data, "--beam-cassette", "cli.jsonl"]):
+    for spelling in (["--beam-data=" + data, "--beam-cassette=cli.jsonl"],
+                     ["--beam-data=" + data, "--beam-cassette", "cli.jsonl"]):
         result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", "--beam-record-mode=all",
                                     f"--rootdir={project}", *spelling)
         assert result.ret == 0, result.outlines
@@ -224,7 +223,8 @@ def pytest_collection_finish(session):
         assert paths == {"results": str(project / "from-ini"), "cache": str(sub / "env-cache"),
                          "cassette": str(sub / "cli.jsonl")}, spelling
     # the spaced DIR outside the project: pytest missed the ini even with --rootdir, so it is refused
-    result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", f"--rootdir={project}", "--beam-data", data)
+    result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly", f"--rootdir={project}",
+                                "--beam-data", data)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
@@ -321,7 +321,9 @@ def test_replay_takes_the_cassettes_settings_unless_a_flag_gives_one(pytester, d
     """Issue 16 point 5: `--beam-record-mode=none --beam-cassette F` needs no other flag to match."""
     recorded = {"model": "smollm2-135m-instruct", "tool_mode": "json", "agent_steps": 4, "pass_score": 0.0,
                 "scorer": "upstream", "judge_runs": 2}
-    (pytester.path / "rec.jsonl").write_text(json.dumps({"cassette": "pytest-beam", "version": 2, "settings": recorded}) + "\n")
+    (pytester.path / "rec.jsonl").write_text(
+        json.dumps({"cassette": "pytest-beam", "version": 2, "settings": recorded}) + "\n"
+    )
     pytester.makeconftest("""
 import json
 from pytest_beam.session import get_session

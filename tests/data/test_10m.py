@@ -17,8 +17,8 @@ import pytest
 
 from pytest_beam.data import pins
 from pytest_beam.data.errors import BeamDataError
-from pytest_beam.data.records import ABILITIES
 from pytest_beam.data.local_copy import git_blob_sha1, load_local
+from pytest_beam.data.records import ABILITIES
 
 PLANS = 11  # plan-10 must come after plan-9, not after plan-1
 

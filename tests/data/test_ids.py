@@ -101,7 +101,7 @@ def test_the_suite_s_node_id_prefix_is_the_one_collection_makes():
     from pytest_beam.session import suite
     from pytest_beam.session.collection import SUITE_NODEID
 
-    assert SUITE_ITEM_PREFIX == f"{SUITE_NODEID}::{suite.test_question.__name__}["
+    assert f"{SUITE_NODEID}::{suite.test_question.__name__}[" == SUITE_ITEM_PREFIX
 
 
 @pytest.mark.parametrize("nodeid", [

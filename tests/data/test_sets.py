@@ -8,17 +8,16 @@ from collections import Counter
 import pytest
 
 from pytest_beam.data.errors import BeamDataError
+from pytest_beam.data.local_copy import load_local
 from pytest_beam.data.markers import strip_document
 from pytest_beam.data.records import ABILITIES
 from pytest_beam.data.sets import (
-    ALL_CONVERSATIONS,
     FULL_CONVERSATIONS,
     known_bad_rubrics,
     load_set,
     parse_conversations,
     session_documents,
 )
-from pytest_beam.data.local_copy import load_local
 from pytest_beam.settings import SettingsError, resolve
 
 
@@ -139,7 +138,8 @@ def test_a_replayed_cassettes_settings_win_over_env_and_ini_but_not_flags():
     recorded = {"model": "smollm2", "tool_mode": "json", "agent_steps": 4, "pass_score": 0.0, "judge_model": None}
     got = resolve({"agent_steps": "6"}.get, {"model": "from-ini", "judge_model": "ini-judge"}.get,
                   {"BEAM_TOOL_MODE": "native", "BEAM_PASS_SCORE": "0.7"}, recorded=recorded)
-    assert (got.model, got.tool_mode, got.agent_steps, got.pass_score, got.judge_model) == ("smollm2", "json", 6, 0.0, None)
+    assert (got.model, got.tool_mode, got.agent_steps, got.pass_score, got.judge_model) == (
+        "smollm2", "json", 6, 0.0, None)
     assert _resolve().agent_steps == 12  # nothing recorded: the default as before
 
 

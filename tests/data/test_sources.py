@@ -9,10 +9,10 @@ import pytest
 
 from pytest_beam.data import pins
 from pytest_beam.data.errors import BeamDataError
-from pytest_beam.data.repairs import CONV4_MESSAGE_97_SHA256, repair_conv4_message_97
-from pytest_beam.data.sets import build_set, document_sha256, known_bad_rubrics, lite_spec, load_set
 from pytest_beam.data.huggingface import load_parquet
 from pytest_beam.data.local_copy import load_local
+from pytest_beam.data.repairs import CONV4_MESSAGE_97_SHA256, repair_conv4_message_97
+from pytest_beam.data.sets import build_set, document_sha256, known_bad_rubrics, lite_spec, load_set
 
 HF_EXTRA_FIELDS = ("conversation_seed", "narratives", "user_profile", "conversation_plan", "user_questions")
 MESSAGE_KEYS = ("role", "id", "time_anchor", "index", "question_type", "content")
@@ -101,7 +101,8 @@ def test_the_pins_table_is_the_copys_own_listing(beam_data_dir):
     assert sorted(pins.UPSTREAM_FILES) == sorted(listed)
     for path, pin in pins.UPSTREAM_FILES.items():
         size = listed[path]["bytes"]
-        assert (pin.size, pin.git_blob_sha1) == (int(size) if size.isdigit() else None, listed[path]["git_blob_sha1"]), path
+        expected_size = int(size) if size.isdigit() else None
+        assert (pin.size, pin.git_blob_sha1) == (expected_size, listed[path]["git_blob_sha1"]), path
         assert pin.sha256 == sums.get(path), path
     tiers = {path.split("/")[1] for path in pins.UPSTREAM_FILES}
     assert tiers == {"100K", "500K", "1M", "10M"}
@@ -200,7 +201,7 @@ def test_a_changed_slice_is_an_error(beam_data_dir):
     changed = [m if m.id != 18 else m.model_copy(update={"text": m.text + "!"}) for m in session.messages]
     corpus.conversations["17"] = conv.model_copy(
         update={"sessions": (session.model_copy(update={"messages": tuple(changed)}), *conv.sessions[1:])})
-    with pytest.raises(BeamDataError, match="slice-18 .*does not match"):
+    with pytest.raises(BeamDataError, match=r"slice-18 .*does not match"):
         build_set(corpus, "lite")
 
 

@@ -97,7 +97,7 @@ def test_tier_by_flag_environment_and_ini_and_lite_is_100Ks():
     assert _resolve({"tier": "1M", "mode": "full"}).tier == "1M"
     assert _resolve({"mode": "full"}, environ={"BEAM_TIER": "500K"}).tier == "500K"
     assert _resolve({"mode": "full"}, ini={"tier": "10M"}).tier == "10M"
-    with pytest.raises(SettingsError, match="--beam-tier='2M'.*choose one of 100K, 500K, 1M, 10M"):
+    with pytest.raises(SettingsError, match=r"--beam-tier='2M'.*choose one of 100K, 500K, 1M, 10M"):
         _resolve({"tier": "2M"})
     with pytest.raises(SettingsError, match=r"BEAM_TIER=500K: the lite set is 100K's.*--beam-mode=full"):
         _resolve(environ={"BEAM_TIER": "500K"})
@@ -170,7 +170,8 @@ def test_a_sha256_pinned_file_of_a_larger_tier_that_differs_stops_the_run(beam_d
 
 def test_the_dry_run_names_the_tier_and_its_conversations(pytester, beam_data_dir):
     """Issue 26 point 5: the estimate for a larger tier, from its real chunks (no model, no Neo4j)."""
-    result = pytester.runpytest("--beam-dry-run", "--beam-tier=500K", "--beam-mode=full", f"--beam-data={beam_data_dir}")
+    result = pytester.runpytest("--beam-dry-run", "--beam-tier=500K", "--beam-mode=full",
+                                f"--beam-data={beam_data_dir}")
     text = "\n".join(result.outlines)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED or result.ret == 0, text[-500:]
     head = next(line for line in result.outlines if line.startswith("pytest-beam dry run"))

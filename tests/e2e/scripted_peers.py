@@ -18,8 +18,8 @@ from tests.model_server import Reply
 from tests.systems.test_through_the_harness import BaselineAwareModel
 
 MEM0_MARKER = "## New Messages"
-GRAPHITI_SCHEMAS = frozenset({"ExtractedEntities", "ExtractedEdges", "NodeResolutions", "NodeDuplicate", "EdgeDuplicate",
-                              "SummarizedEntities", "EdgeTimestamps", "BatchEdgeTimestamps", "Summary",
+GRAPHITI_SCHEMAS = frozenset({"ExtractedEntities", "ExtractedEdges", "NodeResolutions", "NodeDuplicate",
+                              "EdgeDuplicate", "SummarizedEntities", "EdgeTimestamps", "BatchEdgeTimestamps", "Summary",
                               "SummaryDescription", "CombinedExtraction", "SagaSummary"})
 _CURRENT = re.compile(r"<CURRENT[ _]MESSAGE>\s*(.*?)\s*</CURRENT[ _]MESSAGE>", re.S)
 

@@ -16,8 +16,6 @@ import sys
 
 import pytest
 
-from tests.model_server import model_server  # noqa: F401
-
 PROBE = '''
 import pytest
 from pytest_beam.memory.embeddings import make_embedder
@@ -48,8 +46,9 @@ def pytest_beam_make_system(context):
 
 
 def run(project, beam_data_dir, *args, env=None):
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", f"--beam-data={beam_data_dir}",
-           "--beam-neo4j=local", "--beam-cache=off", f"--beam-results={project / 'results'}", *args]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+           f"--beam-data={beam_data_dir}", "--beam-neo4j=local", "--beam-cache=off",
+           f"--beam-results={project / 'results'}", *args]
     return subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=900,
                           env={**os.environ, **(env or {})})
 
@@ -93,7 +92,8 @@ def test_first_steps_say_what_they_do_and_leave_no_empty_run_folder(project, bea
     out = proc.stdout.splitlines()
     # the conversation's worker, whichever it is ("[gw0] " or "[gw1] "), or nothing in one process
     prefix = re.compile(r"\[gw\d+\] " if workers else "")
-    jars = [line for line in out if "Neo4j: resolving the Neo4j 5.26.30 jars with Maven into ~/.m2 (about 130 MB" in line]
+    jars = [line for line in out
+            if "Neo4j: resolving the Neo4j 5.26.30 jars with Maven into ~/.m2 (about 130 MB" in line]
     embedder = [line for line in out if f"embedder: building the int8 MiniLM model once into {cache}" in line]
     assert len(jars) == 1 and prefix.match(jars[0]), out
     assert len(embedder) == 1 and prefix.match(embedder[0]), out

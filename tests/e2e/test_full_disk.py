@@ -37,7 +37,8 @@ def test_neo4j_on_a_full_disk_says_the_disk_is_full(tmp_path, beam_data_dir, sma
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "2 errors" in proc.stdout, out[-4000:]
     (line,) = [ln for ln in out.splitlines() if ln.startswith("2 x ")]  # the one-line cause of both errors
-    assert re.search(r"the disk holding \S+/results/\S+ is full \(No space left on device, [0-9.]+ MB free\)", line), line
+    assert re.search(r"the disk holding \S+/results/\S+ is full "
+                     r"\(No space left on device, [0-9.]+ MB free\)", line), line
     assert "--beam-results" in line and "start timeout" not in out, line
     assert took < 80, took  # not the start timeout (90 s)
 

@@ -199,8 +199,10 @@ def _worker_running(tmp_path, label: str) -> int:
         if not entry.isdigit():
             continue
         try:
-            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().decode(errors="replace")
-            stat = open(f"/proc/{entry}/stat").read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
         except OSError:
             continue
         if f"beam-neo4j-{label}-" in cmdline and str(tmp_path) in cmdline:

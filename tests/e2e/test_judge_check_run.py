@@ -86,7 +86,8 @@ def test_the_judge_check_command_writes_a_record_the_report_prints(tmp_path, scr
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert scripted.request_count == 9
-    assert "judge check: 9 cases built from BEAM's reference answers, judged by scripted (profile default" in done.stdout
+    assert ("judge check: 9 cases built from BEAM's reference answers, judged by scripted (profile default"
+            in done.stdout)
     report = subprocess.run([sys.executable, "-m", "pytest_beam.cli", "report", f"--results={tmp_path / 'results'}"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert report.returncode == 0, report.stderr

@@ -47,7 +47,8 @@ def test_an_answer_whose_judge_failed_is_kept_metered_and_rejudged(tmp_path, bea
     judge = record["usage"]["judge"]
     assert judged == 6 and (judge["calls"], judge["retries"], judge["errors"]) == (2, 4, 2), judge
     assert sum(u["calls"] + u["retries"] + u.get("abandoned", 0) for u in record["usage"].values()) == sent
-    assert [(q["usage"]["judge"]["errors"], q["usage"]["agent"]["calls"]) for q in questions] == [(1, 2), (1, 2)]  # the harness searched first: read, then answer
+    # the harness searched first: read, then answer
+    assert [(q["usage"]["judge"]["errors"], q["usage"]["agent"]["calls"]) for q in questions] == [(1, 2), (1, 2)]
     assert "requests sent: " in proc.stdout and "2 calls failed for good" in proc.stdout
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BEAM_", "OPENAI_"))}

@@ -80,7 +80,8 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert float(props["score"]) == 1.0
         assert float(props["evidence_recall"]) == 1.0
-        assert int(props["calls"]) >= 3 and int(props["prompt_tokens"]) > 0  # read and answer (the harness searched first), a verdict
+        # read and answer (the harness searched first), a verdict
+        assert int(props["calls"]) >= 3 and int(props["prompt_tokens"]) > 0
         assert json.loads(props["item_0"])["score"] == 1.0
         assert "beam_result" in props
 
@@ -107,7 +108,8 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
         "Which days did I say my kids have their afterschool activities at their school?"]
 
     # the same run under xdist gives the same per-ability summary
-    second = run(project, server, beam_data_dir, "-n", "2", "--beam-snapshot=assert", f"--junitxml={project / 'two.xml'}")
+    second = run(project, server, beam_data_dir, "-n", "2", "--beam-snapshot=assert",
+                 f"--junitxml={project / 'two.xml'}")
     assert second.returncode == 0, second.stdout[-4000:]
     assert sorted(c.get("classname") for c in ET.parse(project / "two.xml").getroot().iter("testcase")) == [
         "beam.information_extraction", "beam.multi_session_reasoning"]  # the xdist controller writes the XML

@@ -47,7 +47,8 @@ def test_mem0_and_graphiti_beside_graphrag_metered_through_the_relay(tmp_path, b
     assert "6 passed" in out
     for system in SYSTEMS:
         for qid in IDS:
-            assert f"PASSED beam::test_question[{system}-{qid}]" in out or f"beam::test_question[{system}-{qid}] PASSED" in out
+            assert (f"PASSED beam::test_question[{system}-{qid}]" in out
+                    or f"beam::test_question[{system}-{qid}] PASSED" in out)
     assert model.unknown == [] and model.served["mem0"] == 2 and model.served["graphiti"] >= 6
 
     [record_file] = (tmp_path / "results").glob("*/record.json")

@@ -72,7 +72,8 @@ def test_a_dead_service_errors_only_its_conversation(tmp_path, beam_data_dir):
     (tmp_path / "conftest.py").write_text(CONFTEST)
     with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
-               "-k", "(abstention or temporal_reasoning) and (conv1 or conv4) and not conv13 and not conv17", f"--beam-data={beam_data_dir}",
+               "-k", "(abstention or temporal_reasoning) and (conv1 or conv4) and not conv13 and not conv17",
+               f"--beam-data={beam_data_dir}",
                f"--beam-base-url={server.base_url}", "--beam-model=scripted", "--beam-neo4j=local",
                "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-pass-score=0",
                "--beam-max-calls=100000", "--beam-max-tokens=100000000", "--beam-snapshot=off", "-rE"]

@@ -74,8 +74,8 @@ def pytest_beam_make_system(context):
 
 
 def run_args(project: Path, beam_data_dir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", f"--beam-data={beam_data_dir}",
-            "--beam-cache=off", f"--beam-results={project / 'results'}", "-rs", *args]
+    return [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+            f"--beam-data={beam_data_dir}", "--beam-cache=off", f"--beam-results={project / 'results'}", "-rs", *args]
 
 
 def clean_env(out: Path, **extra: str) -> dict[str, str]:

@@ -6,12 +6,13 @@ OpenAI-compatible server); ``make_client`` builds a :class:`ModelClient` with fa
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
-from tests.model_server import ScriptedModelServer, model_server, model_server_factory  # noqa: F401
+from tests.model_server import ScriptedModelServer
 
 FAST = {"backoff_base_s": 0.001, "backoff_max_s": 0.01, "timeout_s": 5.0}
 

@@ -6,8 +6,16 @@ import multiprocessing
 
 import pytest
 
-from pytest_beam.llm import (Budget, BudgetExceeded, Cassette, EndpointConfig, FileBudget, ModelClient, ResponseCache,
-                             RoleModels)
+from pytest_beam.llm import (
+    Budget,
+    BudgetExceeded,
+    Cassette,
+    EndpointConfig,
+    FileBudget,
+    ModelClient,
+    ResponseCache,
+    RoleModels,
+)
 from tests.model_server import Reply
 
 MSGS = [{"role": "user", "content": "question"}]
@@ -36,7 +44,7 @@ def test_tokens_cap_counts_reported_usage_and_the_prompt_estimate(model_server, 
     client.chat(role="extraction", messages=MSGS)
     assert budget.used()["tokens"] == 950
     long_prompt = [{"role": "user", "content": "x" * 400}]  # ~100 tokens estimated: over the cap
-    with pytest.raises(BudgetExceeded, match="950/1000 tokens.*--beam-max-tokens") as info:
+    with pytest.raises(BudgetExceeded, match=r"950/1000 tokens.*--beam-max-tokens") as info:
         client.chat(role="extraction", messages=long_prompt)
     assert info.value.cap == "tokens" and model_server.request_count == 1
 

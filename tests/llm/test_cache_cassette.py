@@ -8,8 +8,15 @@ import multiprocessing
 import pytest
 from pydantic import BaseModel
 
-from pytest_beam.llm import (Cassette, CassetteMiss, EndpointConfig, ModelClient, ModelEndpointError, ResponseCache,
-                             RoleModels)
+from pytest_beam.llm import (
+    Cassette,
+    CassetteMiss,
+    EndpointConfig,
+    ModelClient,
+    ModelEndpointError,
+    ResponseCache,
+    RoleModels,
+)
 from tests.model_server import Reply, ScriptedModelServer, tool_call
 
 SECRET_TEXT = "my sister Mariana moved to Porto in 2019"
@@ -107,7 +114,9 @@ def test_cassette_holds_no_request_text(model_server, make_client, tmp_path):
 def test_record_modes(model_server, make_client, tmp_path):
     path = tmp_path / "c.jsonl"
     model_server.default_reply = "live"
-    q = lambda text: [{"role": "user", "content": text}]
+
+    def q(text):
+        return [{"role": "user", "content": text}]
 
     make_client(model_server, cassette=Cassette(path, mode="once")).chat(role="agent", messages=q("a"))
     assert model_server.request_count == 1
@@ -162,7 +171,8 @@ def test_two_processes_record_into_one_cassette(model_server, tmp_path):
     for p in procs:
         p.join(20)
     assert [p.exitcode for p in procs] == [0, 0] and mode == "new_episodes"
-    lines = [json.loads(x) for x in open(path).read().splitlines()]
+    with open(path) as f:
+        lines = [json.loads(x) for x in f.read().splitlines()]
     assert all("fp" in e for e in lines[1:]) and len(lines) == 1 + 20  # every line whole, one header
     cassette = Cassette(path, "none")
     assert len(cassette) == 10 + 5  # the shared judge prompt: occurrences 0..4, each recorded once
@@ -203,7 +213,8 @@ def test_a_response_format_refused_is_asked_plain_once_and_remembered(model_serv
     first = client.chat(role="judge", messages=MSGS, response_format=VERDICT_FORMAT)
     assert first.text == '{"score": 1}' and first.response_format is None
     assert [r.body.get("response_format", {}).get("type") for r in server.chat_requests] == ["json_schema", None]
-    second = client.chat(role="judge", messages=MSGS + [{"role": "user", "content": "again"}], response_format=VERDICT_FORMAT)
+    second = client.chat(role="judge", messages=[*MSGS, {"role": "user", "content": "again"}],
+                         response_format=VERDICT_FORMAT)
     assert second.response_format is None and "response_format" not in server.last_request.body
     assert server.request_count == 3  # the second call went plain at once
     # a fresh replaying client, not knowing the endpoint refused it, replays the plain recording
@@ -240,7 +251,8 @@ def test_a_400_for_another_reason_is_still_an_error(model_server, make_client):
 RECORDED = {"model": "smollm2", "tool_mode": "json", "agent_steps": 4, "pass_score": 0.0, "scorer": "default"}
 
 
-def test_a_recording_writes_its_settings_in_the_header_and_a_miss_names_the_difference(model_server, make_client, tmp_path):
+def test_a_recording_writes_its_settings_in_the_header_and_a_miss_names_the_difference(
+        model_server, make_client, tmp_path):
     from pytest_beam.llm.cassette import read_settings
 
     path = tmp_path / "c.jsonl"
@@ -267,8 +279,8 @@ def test_a_recording_writes_its_settings_in_the_header_and_a_miss_names_the_diff
 
 
 def test_a_cassette_without_settings_still_replays_and_its_miss_says_so(tmp_path):
-    from pytest_beam.llm.cassette import read_settings
     from pytest_beam.llm.cache import fingerprint
+    from pytest_beam.llm.cassette import read_settings
 
     path = tmp_path / "old.jsonl"
     logical = {"kind": "chat", "model": "agent-model", "messages": MSGS, "temperature": 0.0, "seed": 0}

@@ -72,7 +72,8 @@ def test_native_tool_calls_pass_through_and_parse(model_server, make_client):
     assert sent["tools"] == TOOLS and sent["tool_choice"] == "auto"
     assert result.finish_reason == "tool_calls" and result.text is None
     a, b = result.tool_calls
-    assert (a.id, a.name, a.arguments, a.raw_arguments) == ("call_a", "search_graph", {"q": "Lisbon"}, '{"q": "Lisbon"}')
+    assert (a.id, a.name, a.arguments, a.raw_arguments) == (
+        "call_a", "search_graph", {"q": "Lisbon"}, '{"q": "Lisbon"}')
     assert b.arguments == {} and b.raw_arguments == "not json" and "not valid JSON" in b.arguments_error
     assert result.to_message()["tool_calls"][0]["function"] == {"name": "search_graph", "arguments": '{"q": "Lisbon"}'}
 
@@ -186,4 +187,5 @@ def test_endpoint_config_validation_and_role_defaults():
         EndpointConfig(base_url="http://x", concurrency=0)
     models = RoleModels(agent="a", judge="j")
     assert [models.for_role(r) for r in ("extraction", "resolution", "agent", "judge")] == ["a", "a", "a", "j"]
-    assert Usage(calls=1, prompt_tokens=2) + Usage(calls=1, completion_tokens=3) == Usage(calls=2, prompt_tokens=2, completion_tokens=3)
+    assert Usage(calls=1, prompt_tokens=2) + Usage(calls=1, completion_tokens=3) == Usage(
+        calls=2, prompt_tokens=2, completion_tokens=3)

@@ -57,7 +57,8 @@ def test_showlocals_and_junit_xml_never_hold_the_key(tmp_path: Path, echoing_ser
     (tmp_path / "test_inner.py").write_text(INNER, encoding="utf-8")
     xml = tmp_path / "out.xml"
     env = {**os.environ, "BEAM_API_KEY": KEY, "URL_4XX": refuse.base_url, "URL_5XX": crash.base_url,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-l", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:beam",
          f"--junitxml={xml}", "--tb=long", "-rA", "test_inner.py"],

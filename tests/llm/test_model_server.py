@@ -67,10 +67,14 @@ def test_responder_and_router_route_on_content(model_server_factory):
               .on(lambda req: bool(req.get("tools")), Reply.calls(tool_call("lookup")))
               .on("judge", lambda req: {"score": len(req["messages"])}))
     server = model_server_factory(responder=router)
-    ask = lambda text, **kw: post(server, "/chat/completions",
-                                  {"model": "m", "messages": [{"role": "user", "content": text}], **kw})[2]
+
+    def ask(text, **kw):
+        return post(server, "/chat/completions",
+                    {"model": "m", "messages": [{"role": "user", "content": text}], **kw})[2]
+
     assert json.loads(ask("Extract entities")["choices"][0]["message"]["content"]) == {"entities": []}
-    assert ask("x", tools=[{"type": "function"}])["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "lookup"
+    tool_call_reply = ask("x", tools=[{"type": "function"}])["choices"][0]["message"]["tool_calls"][0]
+    assert tool_call_reply["function"]["name"] == "lookup"
     assert json.loads(ask("you are a judge")["choices"][0]["message"]["content"]) == {"score": 1}
     assert ask("other")["choices"][0]["message"]["content"] == "fallback"
     server.script("queued wins")

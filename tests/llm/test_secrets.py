@@ -7,8 +7,16 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from pytest_beam.llm import (Budget, BudgetExceeded, Cassette, CassetteMiss, FileBudget, ModelEndpointError,
-                             ResponseCache, StructuredOutputError)
+from pytest_beam.llm import (
+    Budget,
+    BudgetExceeded,
+    Cassette,
+    CassetteMiss,
+    FileBudget,
+    ModelEndpointError,
+    ResponseCache,
+    StructuredOutputError,
+)
 from tests.model_server import Reply, tool_call
 
 KEY = "sk-CANARY-7f3a9c1e5b2d-DO-NOT-LEAK"

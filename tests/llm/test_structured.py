@@ -42,7 +42,8 @@ def test_malformed_reply_is_retried_once_then_reported(model_server, make_client
     second = model_server.chat_requests[1].messages
     assert second[:2] == MSGS
     assert second[2] == {"role": "assistant", "content": '{"entities": [{"name": "Lisbon"}]}'}
-    assert second[3]["role"] == "user" and "entities.0.kind" in second[3]["content"] and "Field required" in second[3]["content"]
+    assert (second[3]["role"] == "user" and "entities.0.kind" in second[3]["content"]
+            and "Field required" in second[3]["content"])
     err = info.value
     assert err.attempts == 2 and err.role == "extraction" and err.schema_name == "Extraction"
     assert "no JSON object" in err.validation_error and "no JSON object" in str(err)

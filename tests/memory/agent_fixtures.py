@@ -8,15 +8,16 @@ Import into a test module: ``from tests.memory.agent_fixtures import *  # noqa: 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from pytest_beam.memory.graph_schema import install_schema
-from tests.model_server import ScriptedModelServer, model_server, model_server_factory  # noqa: F401
+from tests.model_server import ScriptedModelServer
 
 __all__ = [
-    "graph", "embedder", "make_models", "model_server", "model_server_factory",
+    "graph", "embedder", "make_models",
     "MESSAGES", "SESSIONS", "LONG_MESSAGE_ID", "INJECTION_MESSAGE_ID", "build_graph", "count_graph",
 ]
 

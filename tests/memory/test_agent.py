@@ -9,8 +9,8 @@ import pytest
 from pytest_beam.data.records import SystemQuestion
 from pytest_beam.llm import ModelEndpointError
 from pytest_beam.memory.agent import AgentConfig, answer_question
-from pytest_beam.scoring import evidence_recall
 from pytest_beam.memory.prompts_agent import READER_SYSTEM_PROMPT, SYSTEM_PROMPT
+from pytest_beam.scoring import evidence_recall
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, count_graph
 from tests.model_server import Reply, messages_text, tool_call
@@ -264,7 +264,8 @@ def test_model_infrastructure_errors_propagate(graph, embedder, model_server, ma
 
 
 def _first_result(body) -> dict:
-    tool = [m for m in body["messages"] if m["role"] == "tool" or m["content"] and str(m["content"]).startswith("Result of")]
+    tool = [m for m in body["messages"]
+            if m["role"] == "tool" or (m["content"] and str(m["content"]).startswith("Result of"))]
     content = tool[0]["content"]
     return json.loads(content.split("\n", 1)[1] if content.startswith("Result of") else content)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import http.server
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ def http_hits() -> Iterator[tuple[int, list[str]]]:
     hits: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             hits.append(self.path)
             body = b"secret,value\n1,2\n"
             self.send_response(200)
@@ -80,7 +81,7 @@ def _count(driver: Any, database: str) -> tuple[int, int]:
 def test_load_csv_is_refused_by_plan_and_nothing_is_fetched(guarded, http_hits, spelling):
     from pytest_beam.memory.tools import ToolBox
 
-    service, driver, database = guarded
+    _service, driver, database = guarded
     port, hits = http_hits
     query = spelling.format(url=f"http://127.0.0.1:{port}/x.csv")
     result = ToolBox(driver, database, None).call("cypher", {"query": query})
@@ -90,7 +91,7 @@ def test_load_csv_is_refused_by_plan_and_nothing_is_fetched(guarded, http_hits, 
 
 def test_the_server_itself_refuses_load_csv(guarded, http_hits):
     """Below the plan check: the local server's configuration blocks LOAD CSV from URLs and files."""
-    service, driver, database = guarded
+    _service, driver, database = guarded
     port, hits = http_hits
     import neo4j.exceptions
 

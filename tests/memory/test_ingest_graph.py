@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pytest_beam.data.records import Document, Message
 
@@ -14,7 +15,8 @@ _MESSAGE_TAG = re.compile(r"\[message (\d+),")
 _PAIR = re.compile(r"^Pair (\d+)", re.M)
 
 
-def document(session: int, date: dt.date | None, messages: list[tuple[int, str, str]], conversation: str = "90") -> Document:
+def document(session: int, date: dt.date | None, messages: list[tuple[int, str, str]],
+             conversation: str = "90") -> Document:
     return Document(conversation_id=conversation, name=f"session-{session}", session_number=session,
                     session_date=date, messages=tuple(Message(id=i, role=r, text=t) for i, r, t in messages))
 
@@ -140,7 +142,7 @@ def test_lite_slices_make_sessions_messages_and_chunks(clean_neo4j, scripted, em
         pytest.skip(f"BEAM data not found at {DATA} (set BEAM_DATA)")
     from pytest_beam.data.sets import load_set
 
-    model, server, client = scripted
+    _model, server, client = scripted
     documents = list(load_set("lite", DATA).documents["17"])
     seen = []
     report = ingest_documents(*clean_neo4j, documents, client, embedder, IngestConfig(),
@@ -218,7 +220,7 @@ def test_update_yields_supersedes_and_rerun_rebuilds_the_same_graph(clean_neo4j,
 
 
 def test_contradiction_yields_contradicts(clean_neo4j, scripted, embedder):
-    model, server, client = scripted
+    model, _server, client = scripted
     docs = [
         document(1, D1, [(0, "user", "Sam's favourite colour is blue.")]),
         document(2, D2, [(1, "user", "Sam's favourite colour is green, and always was.")]),
@@ -240,7 +242,7 @@ def test_contradiction_yields_contradicts(clean_neo4j, scripted, embedder):
 
 
 def test_standing_rule_links_to_its_topic(clean_neo4j, scripted, embedder):
-    model, server, client = scripted
+    model, _server, client = scripted
     docs = [document(1, D1, [(0, "user", "From now on, always show code examples in Python."),
                              (1, "user", "I prefer short answers about cooking.")])]
     model.extractions = {

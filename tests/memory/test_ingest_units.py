@@ -10,8 +10,8 @@ import pytest
 from pytest_beam.data.records import Document, Message
 from pytest_beam.memory.chunking import chunk_documents
 from pytest_beam.memory.extraction_schema import Extraction, ResolutionReply
-from pytest_beam.memory.prompts_ingest import extraction_messages, resolution_messages
 from pytest_beam.memory.names import normalise_name
+from pytest_beam.memory.prompts_ingest import extraction_messages, resolution_messages
 from pytest_beam.memory.resolution import Candidate, candidate_pairs, classify
 from pytest_beam.memory.temporal import update_candidates
 
@@ -95,7 +95,8 @@ def test_prompts_are_deterministic_and_state_session_date_and_ids():
     assert first == again
     assert first[1]["content"].startswith("Session 2, dated 2024-02-29. Message ids in this excerpt: 7, 8.")
     assert "[message 7, user] Hi" in first[1]["content"]
-    pairs = [({"name": "Ana", "summary": "", "sessions": [3, 1]}, {"name": "Ana Lopez", "summary": "x", "sessions": [2]})]
+    pairs = [({"name": "Ana", "summary": "", "sessions": [3, 1]},
+              {"name": "Ana Lopez", "summary": "x", "sessions": [2]})]
     text = resolution_messages("Person", pairs)[1]["content"]
     assert 'A: "Ana" (no description; sessions 1, 3)' in text
 
@@ -115,8 +116,14 @@ def test_local_embedder_gives_unit_vectors_that_rank_related_text_higher():
 
 
 def test_local_model_is_quantized_once_and_stays_close_to_the_export(tmp_path):
-    from pytest_beam.memory.embeddings import (EmbeddingUnavailable, LocalEmbedder, export_model_path, _LocalModel,
-                                               cosine, quantized_model)
+    from pytest_beam.memory.embeddings import (
+        EmbeddingUnavailable,
+        LocalEmbedder,
+        _LocalModel,
+        cosine,
+        export_model_path,
+        quantized_model,
+    )
 
     built = quantized_model(tmp_path)
     assert built.parent == tmp_path / "embeddings" and built.name.endswith("-int8-matmul.onnx")
@@ -130,7 +137,7 @@ def test_local_model_is_quantized_once_and_stays_close_to_the_export(tmp_path):
     assert all(0.97 < cosine(a, b) < 0.99999 for a, b in zip(int8, export))  # moved, but barely
     blocked = tmp_path / "not-a-dir"
     blocked.write_text("a file where the cache folder should be")
-    with pytest.raises(EmbeddingUnavailable, match="BEAM_CACHE_DIR.*local-export"):
+    with pytest.raises(EmbeddingUnavailable, match=r"BEAM_CACHE_DIR.*local-export"):
         quantized_model(blocked)
     assert LocalEmbedder(quantized=False).name == "local:all-MiniLM-L6-v2-int8-onnx"
     assert LocalEmbedder().name == "local:all-MiniLM-L6-v2-int8-matmul-onnx"
@@ -235,7 +242,8 @@ def test_repeated_statements_and_entities_in_one_reply_are_dropped_and_counted()
     reply = Extraction.model_validate({
         "entities": [{"type": "Topic", "name": "running"}] * 3 + [{"type": "Topic", "name": "Tuesdays"}],
         "statements": [same, dict(same, text="the user  runs 5 km on tuesdays."), same,
-                       {"type": "Fact", "text": "The user runs on Tuesdays.", "about": ["running"], "message_ids": [0]}]})
+                       {"type": "Fact", "text": "The user runs on Tuesdays.", "about": ["running"],
+                        "message_ids": [0]}]})
     done = ChunkExtraction(chunk, reply)
     entities, statements = rows_of(done)
     assert [e["name"] for e in entities] == ["running", "Tuesdays"]

@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from pytest_beam.memory.agent import AgentConfig
 from pytest_beam.memory.agent_json import AgentAction
-from pytest_beam.scoring import evidence_recall
 from pytest_beam.memory.search import rrf_fuse
 from pytest_beam.memory.search_fulltext import escape_lucene, fulltext_query
 from pytest_beam.memory.search_hits import SearchHit
 from pytest_beam.memory.tool_render import bounded as _bounded
 from pytest_beam.memory.tools import CUT_MARKER, ToolBox, cut, openai_tools
+from pytest_beam.scoring import evidence_recall
 
 
 def test_escape_lucene_escapes_every_special_character():
@@ -115,9 +116,9 @@ def test_tool_argument_errors_come_back_as_text():
 def test_agent_action_schema_and_config():
     assert AgentAction.model_validate({"tool": "read_messages", "arguments": {"ids": [1]}}).tool == "read_messages"
     assert AgentAction.model_validate({"tool": None, "arguments": None}).tool is None  # ready to answer
-    with pytest.raises(Exception):  # the answer is asked for in plain text, never inside an action
+    with pytest.raises(ValidationError):  # the answer is asked for in plain text, never inside an action
         AgentAction.model_validate({"final_answer": "Paris"})
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         AgentAction.model_validate({"tool": "drop_database"})
     with pytest.raises(ValueError):
         AgentConfig(tool_mode="magic")

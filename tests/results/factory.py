@@ -30,7 +30,9 @@ def questions(answer_ie0: str | None = None, score_ie0: float = 1.0) -> list[Que
         score_excluding_known_bad=score_ie0,
         evidence_recall=1.0,
         items=[
-            ItemScore(rubric_item="Names the dog Biscuit", score=score_ie0, reason="The answer says Biscuit.", parsed=True),
+            ItemScore(
+                rubric_item="Names the dog Biscuit", score=score_ie0, reason="The answer says Biscuit.", parsed=True
+            ),
         ],
         outcome="passed" if score_ie0 >= 0.5 else "failed",
         usage=_usage(3, 1),
@@ -76,8 +78,8 @@ def questions(answer_ie0: str | None = None, score_ie0: float = 1.0) -> list[Que
             {"type": "model", "step": 1, "mode": "tools", "text": None,
              "tool_calls": [{"name": "search_messages", "arguments": {"query": "moved spring"}}],
              "finish_reason": "tool_calls", "final": False},
-            {"type": "tool", "step": 1, "call_id": "c1", "tool": "search_messages", "arguments": {"query": "moved spring"},
-             "result_chars": 500, "message_ids": [50, 7], "error": False},
+            {"type": "tool", "step": 1, "call_id": "c1", "tool": "search_messages",
+             "arguments": {"query": "moved spring"}, "result_chars": 500, "message_ids": [50, 7], "error": False},
             {"type": "note", "event": "budget_warning", "calls_left": 1},
         ],
     )
@@ -149,7 +151,8 @@ def run_record(run_id: str = "20250101T000000Z-aaaa", *, answer_ie0: str | None 
             "judge": UsageRow(calls=7, cached_calls=3, prompt_tokens=4200, completion_tokens=280, seconds=4.2),
         },
         phase_seconds={"ingest": 41.0, "agent": 19.6, "judge": 5.0},
-        graph={"conv1": {"entities_by_type": {"Person": 4, "Place": 3}, "relations_by_type": {"KNOWS": 2, "LIVES_IN": 3},
+        graph={"conv1": {"entities_by_type": {"Person": 4, "Place": 3},
+                         "relations_by_type": {"KNOWS": 2, "LIVES_IN": 3},
                          "chunks": 6, "empty_extractions": 1, "cache_hit": False, "seconds": 41.0}},
         exit_status=0,
     )

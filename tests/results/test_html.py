@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_beam.results.html import PAGE_SLOTS, PageTemplate, page_template, answer_diff, render_html, write_html
+from pytest_beam.results.html import PAGE_SLOTS, PageTemplate, answer_diff, page_template, render_html, write_html
 from pytest_beam.results.store import write_record
 from tests.results.factory import XSS_IMG, XSS_SCRIPT, run_record
 
@@ -35,7 +35,8 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backgr
 
 
 def record_b():
-    return run_record(B_ID, answer_ie0="The dog is called Rex.\nYou also pasted <script>window.__pwned=3</script> once.",
+    return run_record(B_ID,
+                      answer_ie0="The dog is called Rex.\nYou also pasted <script>window.__pwned=3</script> once.",
                       score_ie0=0.0, started="2025-01-02T00:00:00+00:00")
 
 

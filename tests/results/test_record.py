@@ -17,7 +17,6 @@ from pytest_beam.results.record import (
     TRACE_FILE,
     QuestionRecord,
     RecordNotFound,
-    RunRecord,
     UsageRow,
     aggregate,
     git_info,

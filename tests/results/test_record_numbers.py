@@ -103,8 +103,10 @@ def test_judge_agreement_is_the_share_of_items_whose_repeats_all_agree():
     assert judge_agreement(run_record().questions) is None  # one judge run: nothing to agree
     r = RunRecord(run_id="r", questions=qs, scoring=scoring_stamp("default", judge_runs=3))
     assert r.overall.judge_agreement == pytest.approx(2 / 3)
-    assert "judge agreement: 66.7% of rubric items (and event-ordering lines) got the same verdict in every repeat (3 judge runs)" in \
-        "\n".join(render_summary(r))
+    assert (
+        "judge agreement: 66.7% of rubric items (and event-ordering lines) got the same verdict"
+        " in every repeat (3 judge runs)"
+    ) in "\n".join(render_summary(r))
 
 
 def test_context_tokens_mean_and_nearest_rank_p95():

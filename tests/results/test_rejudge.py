@@ -11,7 +11,7 @@ import pytest
 from pytest_beam.cli import main
 from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
 from pytest_beam.results.store import read_record, write_record
-from tests.model_server import Reply, model_server  # noqa: F401  (fixture)
+from tests.model_server import Reply
 
 OLD_ID = "20250101T000000Z-old0"
 IE = "conv17:information_extraction:0"  # 1 rubric item

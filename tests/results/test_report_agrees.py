@@ -83,7 +83,9 @@ def test_a_replayed_question_shows_the_same_calls_in_its_panel_and_the_table(tmp
     assert detail_value(root, "model calls") == "3"
     usage = root.find("aside", id="detail").find("table", cls="q-usage")
     assert [th.text for th in usage.find_all("th")][:5] == ["role", "calls", "live", "cached", "replayed"]
-    cells = {tr.find("td").text: [td.text for td in tr.find_all("td")][1:5] for tr in usage.find("tbody").find_all("tr")}
+    cells = {
+        tr.find("td").text: [td.text for td in tr.find_all("td")][1:5] for tr in usage.find("tbody").find_all("tr")
+    }
     assert cells == {"agent": ["2", "0", "0", "2"], "judge": ["1", "0", "0", "1"]}
 
 
@@ -94,7 +96,8 @@ def test_tool_errors_show_their_text(tmp_path):
          "error": "Cypher error: LOAD CSV is not allowed here."},
         {"type": "tool", "tool": "search_messages", "arguments": "{bad", "result_chars": 60, "message_ids": [],
          "error": True, "error_text": "Error: the arguments are not valid JSON (Expecting value)."},
-        {"type": "tool", "tool": "read_messages", "arguments": {}, "result_chars": 10, "message_ids": [], "error": True},
+        {"type": "tool", "tool": "read_messages", "arguments": {}, "result_chars": 10, "message_ids": [],
+         "error": True},
     ]
     root = dom(tmp_path, render_html(with_question(run_record(A_ID), IE0, trace=trace)), open=IE0)
     errors = [n.text for n in root.find("aside", id="detail").find_all(cls="step-error")]
@@ -132,8 +135,8 @@ def test_a_comparison_shows_both_runs_cost(tmp_path):
 
 @needs_chromium
 def test_the_page_shows_intervals_and_marks_distinguishable_deltas(tmp_path):
-    from tests.results.test_compare_gate import BASE, DROPPED
     from tests.results.factory import spread_record
+    from tests.results.test_compare_gate import BASE, DROPPED
 
     a, b = spread_record("A", BASE), spread_record("B", DROPPED)
     root = dom(tmp_path, render_html(b, a))
@@ -186,7 +189,9 @@ def test_the_charts_labels_fit_inside_the_chart(tmp_path):
     from pytest_beam.results.schema import MeanInterval
 
     record = run_record(A_ID)
-    longest = {name: s.model_copy(update={"mean": 0.8, "n": 400, "interval": MeanInterval(low=0.675, high=0.925, level=0.95, clusters=20, resamples=10000, seed=1),
+    longest = {name: s.model_copy(update={"mean": 0.8, "n": 400,
+                                          "interval": MeanInterval(low=0.675, high=0.925, level=0.95, clusters=20,
+                                                                   resamples=10000, seed=1),
                                           "mean_excluding_known_bad": 0.784, "n_excluding_known_bad": 372,
                                           "errors": 12, "skipped": 3})
                for name, s in record.abilities.items()}

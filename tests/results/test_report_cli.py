@@ -42,7 +42,8 @@ def row(lines: list[str], first: str, min_cells: int = 1) -> list[str]:
 def test_summary_rows_and_sections():
     r = run_record()
     lines = render_summary(r)
-    assert row(lines, "information_extraction")[:6] == ["information_extraction", "2", "0.750", "[0.750,", "0.750]", "1.000"]
+    assert row(lines, "information_extraction")[:6] == [
+        "information_extraction", "2", "0.750", "[0.750,", "0.750]", "1.000"]
     assert row(lines, "event_ordering")[:6] == ["event_ordering", "1", "0.500", "[0.500,", "0.500]", "0.500"]
     assert row(lines, "overall")[:6] == ["overall", "3", "0.667", "[0.667,", "0.667]", "0.750"]
     text = "\n".join(lines)
@@ -73,7 +74,8 @@ def test_comparison_deltas_and_warnings():
         "information_extraction", "2", "0.750", "2", "0.250", "-0.500", "[-0.500,", "-0.500]", "*", "-1.000"]
     assert row(lines, "event_ordering") == [
         "event_ordering", "1", "0.500", "1", "0.500", "+0.000", "[+0.000,", "+0.000]", "+0.000"]
-    assert row(lines, "overall") == ["overall", "3", "0.667", "3", "0.333", "-0.333", "[-0.333,", "-0.333]", "*", "-0.500"]
+    assert row(lines, "overall") == [
+        "overall", "3", "0.667", "3", "0.333", "-0.333", "[-0.333,", "-0.333]", "*", "-0.500"]
     changed = row(lines, "conv1:information_extraction:0")
     assert changed[:4] == ["conv1:information_extraction:0", "1.000", "0.000", "-1.000"]
     assert "answer" in " ".join(changed)
@@ -118,7 +120,8 @@ def test_report_all_lists_records(results, capsys):
     b = row(lines, B_ID)
     assert a[1:3] == ["2025-01-01T00:00:00", "lite"] and a[-2:] == ["0.667", "3"]
     assert b[-2:] == ["0.333", "3"]
-    assert lines.index(next(l for l in lines if l.startswith(A_ID))) < lines.index(next(l for l in lines if l.startswith(B_ID)))
+    assert lines.index(next(line for line in lines if line.startswith(A_ID))) < lines.index(
+        next(line for line in lines if line.startswith(B_ID)))
 
 
 @pytest.mark.parametrize("args", [["report", "{missing}"], ["report", "--results", "{missing}"],

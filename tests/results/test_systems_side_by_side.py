@@ -33,7 +33,8 @@ def _questions() -> list[QuestionRecord]:
 def _record() -> RunRecord:
     questions = _questions()
     systems = system_stats(questions, list(SCORES), {"gold-evidence"},
-                           {"graphrag/1": {"usage": {"extraction": {"calls": 7, "prompt_tokens": 900, "completion_tokens": 100}}},
+                           {"graphrag/1": {"usage": {"extraction": {"calls": 7, "prompt_tokens": 900,
+                                                                    "completion_tokens": 100}}},
                             "bm25/1": {"usage": {}}, "gold-evidence/1": {"usage": {}}})
     return RunRecord(run_id="r1", mode="lite", system="graphrag", questions=questions, systems=systems)
 
@@ -104,5 +105,6 @@ def test_report_a_b_compares_the_first_systems_not_a_mix_of_systems():
     assert (overall.n_a, overall.n_b) == (3, 3)
     assert overall.delta == 0.5  # graphrag 0.5 -> 1.0; bm25 and gold-evidence unchanged
     assert overall.paired is not None and overall.paired.mean == 0.5
-    assert sorted(qid for qid, _, _ in comparison.changed) == ["conv1:event_ordering:0", "conv1:information_extraction:1"]
+    assert sorted(qid for qid, _, _ in comparison.changed) == [
+        "conv1:event_ordering:0", "conv1:information_extraction:1"]
     assert not any("different systems" in w for w in comparison.warnings)

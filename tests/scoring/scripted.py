@@ -24,7 +24,7 @@ class Call:
     response_format: Any
 
 
-Responder = Callable[[list[dict[str, str]]], "str | None | BaseException"]
+Responder = Callable[[list[dict[str, str]]], "str | BaseException | None"]
 
 
 @dataclass
@@ -46,7 +46,7 @@ class ScriptedJudge:
         return [c.messages[-1]["content"] for c in self.calls]
 
 
-def replies(*texts: str | None | BaseException) -> ScriptedJudge:
+def replies(*texts: str | BaseException | None) -> ScriptedJudge:
     """A judge that gives these replies in order (and fails the test if asked once more)."""
     queue = list(texts)
 
@@ -82,7 +82,9 @@ def letter_judge(yes: str = "YES", no: str = "NO") -> ScriptedJudge:
     return ScriptedJudge(respond)
 
 
-def question(ability: str, rubric: Iterable[str], text: str = "What happened, in order?", index: int = 0) -> ProbingQuestion:
+def question(
+    ability: str, rubric: Iterable[str], text: str = "What happened, in order?", index: int = 0
+) -> ProbingQuestion:
     return ProbingQuestion(
         conversation_id="1",
         ability=ability,

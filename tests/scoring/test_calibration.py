@@ -16,10 +16,15 @@ import pytest
 from pytest_beam.data.sets import load_set
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
 from pytest_beam.scoring.agreement import agreement_stats, cohen_kappa
-from pytest_beam.scoring.calibration import (DONT_KNOW_ANSWER, CaseVerdict, build_cases, missing_from_reference,
-                                             sample_cases)
+from pytest_beam.scoring.calibration import (
+    DONT_KNOW_ANSWER,
+    CaseVerdict,
+    build_cases,
+    missing_from_reference,
+    sample_cases,
+)
 from pytest_beam.scoring.judge_check import run_judge_check
-from tests.model_server import Reply, model_server_factory  # noqa: F401
+from tests.model_server import Reply
 
 
 @pytest.fixture(scope="module")

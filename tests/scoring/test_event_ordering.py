@@ -158,7 +158,9 @@ def test_list_numbering_is_kept_as_the_judge_sees_it():
         seen.append(line)
         return "yes" if line.endswith(f"event {event}") else "no"
 
-    result = score_question(question("event_ordering", ("A", "B")), "1. event A\n  2) event B", ScriptedJudge(respond), "default")
+    result = score_question(
+        question("event_ordering", ("A", "B")), "1. event A\n  2) event B", ScriptedJudge(respond), "default"
+    )
     assert seen == ["1. event A", "2) event B"]
     assert result.score == 1.0
 

@@ -10,7 +10,7 @@ import pytest
 from pytest_beam.llm import EndpointConfig, ModelClient, RoleModels
 from pytest_beam.scoring import score_question
 from pytest_beam.scoring.judge import CLASSIFIER_MAX_TOKENS, JUDGE_MAX_TOKENS, TRUNCATED_RETRY_FACTOR
-from tests.model_server import Reply, model_server, model_server_factory  # noqa: F401
+from tests.model_server import Reply
 
 from .scripted import ScriptedJudge, question
 
@@ -114,7 +114,9 @@ def test_the_event_alignment_asks_for_yes_or_no_as_a_json_schema(model_server, j
     from pytest_beam.scoring.prompts import binary_classifier_messages
 
     model_server.script(Reply.say('{"answer": "NO"}'), Reply.say('{"answer": "YES"}'), Reply.say('{"answer": "YES"}'))
-    scored = score_question(question("event_ordering", ["first", "second"]), "1. second\n2. first", judge, mode="default")
+    scored = score_question(
+        question("event_ordering", ["first", "second"]), "1. second\n2. first", judge, mode="default"
+    )
     bodies = [r.body for r in model_server.chat_requests]
     assert [b["response_format"] for b in bodies] == [CLASSIFIER_FORMAT] * 3
     assert bodies[0]["messages"] == binary_classifier_messages("first", "1. second")

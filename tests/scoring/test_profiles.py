@@ -24,7 +24,7 @@ def test_profiles_are_the_scorer_choices():
     assert list(PROFILES) == list(PROFILE_NAMES) and all(PROFILES[n].name == n for n in PROFILE_NAMES)
     assert get_profile("omnimemeval").half_credit == "snapped to 0, 0.5 or 1"
     assert get_profile(PROFILES["upstream"]) is PROFILES["upstream"]
-    with pytest.raises(ValueError, match="unknown scoring profile 'nope'.*default, upstream, omnimemeval"):
+    with pytest.raises(ValueError, match=r"unknown scoring profile 'nope'.*default, upstream, omnimemeval"):
         get_profile("nope")
 
 

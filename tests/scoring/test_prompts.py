@@ -39,7 +39,7 @@ def test_judge_prompt_source_is_byte_identical():
 def test_judge_prompt_value_is_identical():
     namespace: dict = {}
     exec(_judge_block(_md()), namespace)
-    assert prompts.JUDGE_PROMPT == namespace["unified_llm_judge_base_prompt"]
+    assert namespace["unified_llm_judge_base_prompt"] == prompts.JUDGE_PROMPT
     for slot in ("<question>", "<rubric_item>", "<llm_response>"):
         assert prompts.JUDGE_PROMPT.count(slot) == 1
 
@@ -50,7 +50,7 @@ def test_judge_prompt_value_is_identical():
         ("Alice moved to Paris", "1. She moved to Paris in May"),
         ("", ""),
         ("{braces} and \\ backslash", "  trailing spaces  \r"),
-        ("line\nbreak", "ünïcödé – “quotes”"),
+        ("line\nbreak", "ünïcödé – “quotes”"),  # noqa: RUF001  (deliberate non-ASCII input, en dash included)
     ],
 )
 def test_binary_classifier_messages_match_upstream(first, second):

@@ -192,7 +192,7 @@ class Watcher:
                 pass
             time.sleep(0.5)
 
-    def __enter__(self) -> Watcher:  # noqa: PYI034
+    def __enter__(self) -> Watcher:
         self.thread.start()
         return self
 

@@ -122,13 +122,14 @@ def test_read_row_cap_and_timeout(local_neo4j, neo4j_driver):
 
 def test_auth_is_on(local_neo4j):
     conn = local_neo4j.connection
-    with neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password + "-wrong")) as bad:
-        with pytest.raises(AuthError) as err:
-            bad.verify_connectivity()
+    with (
+        neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password + "-wrong")) as bad,
+        pytest.raises(AuthError) as err,
+    ):
+        bad.verify_connectivity()
     assert err.value.code == "Neo.ClientError.Security.Unauthorized"
-    with neo4j.GraphDatabase.driver(conn.uri, auth=("neo4j", "neo4j")) as default_pw:
-        with pytest.raises(AuthError):
-            default_pw.verify_connectivity()
+    with neo4j.GraphDatabase.driver(conn.uri, auth=("neo4j", "neo4j")) as default_pw, pytest.raises(AuthError):
+        default_pw.verify_connectivity()
     with neo4j.GraphDatabase.driver(conn.uri, auth=conn.auth) as good:
         good.verify_connectivity()
 

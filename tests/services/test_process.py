@@ -54,13 +54,16 @@ def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
 
 def _kill_pending(pid: int) -> bool:
     """SIGKILL queued for the process and not yet acted on (/proc's pending-signal masks)."""
-    status = open(f"/proc/{pid}/status").read().splitlines()
+    with open(f"/proc/{pid}/status") as fh:
+        status = fh.read().splitlines()
     masks = [int(line.split()[1], 16) for line in status if line.startswith(("SigPnd:", "ShdPnd:"))]
     return any(mask & (1 << (signal.SIGKILL - 1)) for mask in masks)
 
 
 def _start_parent(mode: str):
-    proc = subprocess.Popen([sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     child = int(proc.stdout.readline())
     return proc, child
 

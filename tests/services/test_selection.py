@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from pytest_beam.services import Neo4jConnection, Neo4jServiceError, select_provider
-from pytest_beam.services import selection
+from pytest_beam.services import Neo4jConnection, Neo4jServiceError, select_provider, selection
 from pytest_beam.services.docker import IMAGE, DockerNeo4jProvider, docker_engine_error
 from pytest_beam.services.external import ExternalNeo4jProvider, database_name_for, is_bolt_uri
 from pytest_beam.services.local import LocalNeo4jProvider, auth_ini_line
@@ -37,8 +36,8 @@ def test_auto_takes_docker_when_an_engine_answers(monkeypatch):
 
 
 def test_no_engine_raises_docker_exception_and_auto_falls_back_to_local(no_docker_engine, monkeypatch, tmp_path):
-    from docker.errors import DockerException
     import docker
+    from docker.errors import DockerException
 
     with pytest.raises(DockerException):
         docker.from_env()
@@ -131,7 +130,7 @@ def test_local_without_jars_and_without_maven(monkeypatch, tmp_path):
 
 def test_neo4j_home_is_used_and_checked(monkeypatch, tmp_path):
     monkeypatch.setenv("NEO4J_HOME", str(tmp_path))
-    with pytest.raises(Neo4jServiceError, match="has no lib/\\*.jar"):
+    with pytest.raises(Neo4jServiceError, match=r"has no lib/\*.jar"):
         resolve_classpath()
     (tmp_path / "lib").mkdir()
     for name in ("neo4j-server-5.26.30.jar", "a.jar"):

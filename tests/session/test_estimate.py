@@ -112,7 +112,9 @@ def dry_run(tmp_path, beam_data_dir, *args, env=None):
     cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-dry-run",
            f"--beam-data={beam_data_dir}", *args]
     environ = {k: v for k, v in os.environ.items() if k not in ("BEAM_BASE_URL", "OPENAI_BASE_URL", "BEAM_MODEL")}
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**environ, **(env or {})})
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**environ, **(env or {})}
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return proc.stdout
 
@@ -163,7 +165,7 @@ def test_a_speed_read_from_the_server_s_metrics(tmp_path):
     body = {"text": ""}
 
     class Metrics(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             data = body["text"].encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
@@ -189,7 +191,7 @@ def test_a_speed_read_from_the_server_s_metrics(tmp_path):
     finally:
         server.shutdown()
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(ValueError, match="bad.json"):
+    with pytest.raises(ValueError, match=r"bad.json"):
         embedded_speed.load(tmp_path / "bad.json")
 
 

@@ -6,16 +6,17 @@ answering model only; nothing it answers says anything about quality).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 from pytest_beam.data.records import Document, ProbingQuestion
 from pytest_beam.system import SystemContext
-from tests.model_server import ScriptedModelServer, model_server, model_server_factory  # noqa: F401
+from tests.model_server import ScriptedModelServer
 
 CONVERSATION = "17"
 HEADER = re.compile(r"^### message (\d+) \| session (\d+) \| (\S+) \| (user|assistant)$", re.M)

@@ -5,8 +5,13 @@ from __future__ import annotations
 import datetime as dt
 
 from pytest_beam.data.records import Document, Message, SystemQuestion
-from pytest_beam.systems.answering import (FLAG_NO_ANSWER, ChatMessage, answer_from_messages, chat_messages,
-                                           render_message)
+from pytest_beam.systems.answering import (
+    FLAG_NO_ANSWER,
+    ChatMessage,
+    answer_from_messages,
+    chat_messages,
+    render_message,
+)
 from tests.model_server import Reply
 from tests.systems.conftest import sent_prompt
 
@@ -22,7 +27,9 @@ def _doc(session: int, ids: list[int]) -> Document:
 def test_a_message_shows_its_id_session_date_and_role():
     shown = render_message(ChatMessage(12, "user", "Moving to Lisbon.", 3, dt.date(2024, 3, 15)))
     assert shown == "### message 12 | session 3 | 2024-03-15 | user\nMoving to Lisbon."
-    assert render_message(ChatMessage(1, "assistant", "ok", 1, None)).startswith("### message 1 | session 1 | undated |")
+    assert render_message(ChatMessage(1, "assistant", "ok", 1, None)).startswith(
+        "### message 1 | session 1 | undated |"
+    )
 
 
 def test_messages_are_taken_once_in_chat_order():

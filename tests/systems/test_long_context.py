@@ -20,7 +20,7 @@ def test_a_small_budget_keeps_only_the_newest_messages(conv17, make_context, mod
     budget = 6000
     _, answer = _ask(conv17, make_context, model_server, context_tokens=budget)
 
-    system, _, shown = sent_prompt(model_server)
+    _system, _, shown = sent_prompt(model_server)
     ids = sorted(m.id for m in conv17.messages)
     newest = ids[-1]
     assert newest in shown and shown == sorted(shown)

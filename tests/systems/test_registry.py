@@ -9,8 +9,14 @@ import pytest
 
 from pytest_beam.memory.graphrag import GraphRAGSystem
 from pytest_beam.system import MemorySystem
-from pytest_beam.systems import (MEASUREMENT_AIDS, UnknownSystem, make_system, parse_system_list, system_class,
-                                 system_names)
+from pytest_beam.systems import (
+    MEASUREMENT_AIDS,
+    UnknownSystem,
+    make_system,
+    parse_system_list,
+    system_class,
+    system_names,
+)
 
 NAMES = ("graphrag", "long-context", "bm25", "dense", "gold-evidence")
 OUTSIDE = ("mem0", "graphiti")  # need their extras and the harness's relay (tests/e2e/test_outside_systems.py)
@@ -27,7 +33,9 @@ def test_names_and_each_system_goes_by_its_registry_name(make_context):
 
 
 def test_an_unknown_name_lists_the_valid_ones(make_context):
-    with pytest.raises(UnknownSystem, match="'bm52'; valid names: graphrag, long-context, bm25, dense, gold-evidence, mem0, graphiti"):
+    with pytest.raises(
+        UnknownSystem, match="'bm52'; valid names: graphrag, long-context, bm25, dense, gold-evidence, mem0, graphiti"
+    ):
         make_system("bm52", make_context())
     with pytest.raises(UnknownSystem, match="valid names"):
         parse_system_list("graphrag,nope")
@@ -46,6 +54,7 @@ def test_measurement_aids_are_declared_by_their_classes():
 
 def test_importing_the_registry_imports_no_system():
     code = ("import sys, pytest_beam.systems as s; s.system_names(); "
-            "print(sorted(m for m in sys.modules if m.startswith(('pytest_beam.systems.', 'pytest_beam.memory', 'bm25s'))))")
+            "print(sorted(m for m in sys.modules"
+            " if m.startswith(('pytest_beam.systems.', 'pytest_beam.memory', 'bm25s'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
