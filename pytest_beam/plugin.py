@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, doc in {**MARKERS, **{a: f"BEAM ability {a}" for a in ABILITIES}}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     # Answer snapshots are named by question id, not by syrupy's test-file convention (see
-    # results/snapshots.py); syrupy says so on every write, which is expected here.
+    # session/answer_snapshots.py); syrupy says so on every write, which is expected here.
     config.addinivalue_line("filterwarnings", "ignore:\\nCan not relate snapshot:UserWarning")
     from .session.configure import plan_run
 

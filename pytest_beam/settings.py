@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from .scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR
-from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
+from .scoring.profile_names import DEFAULT_PROFILE, PROFILE_NAMES
 from .systems import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from .data.sets import Mode
     from .llm.cassette import QuestionSet, RecordedSettings
-    from .scoring.names import ProfileName
+    from .scoring.profile_names import ProfileName
 
 MODES = ("lite", "full", "complete")
 TIERS = ("100K", "500K", "1M", "10M")  # pytest_beam.data.ids.TIERS (this module imports no other room)

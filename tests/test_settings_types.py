@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import get_args, get_type_hints
 
 from pytest_beam.data.sets import Mode
-from pytest_beam.scoring.names import PROFILE_NAMES, ProfileName
+from pytest_beam.scoring.profile_names import PROFILE_NAMES, ProfileName
 from pytest_beam.settings import MODES, OPTION_BY_NAME, TOOL_MODES, Settings
 
 

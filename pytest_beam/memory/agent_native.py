@@ -43,7 +43,7 @@ class SwitchToJson(Exception):
 
 
 # The refusal (rule (a) in the docstring of memory/agent.py) is remembered on the model client
-# the session owns (session/models.py), as the client remembers its own endpoint quirks (seed, structured-output
+# the session owns (session/model_side.py), as the client remembers its own endpoint quirks (seed, structured-output
 # mode): no module-level state.
 REFUSED_NATIVE_ATTR = "agent_refused_native_tools"
 

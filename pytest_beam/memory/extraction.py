@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .chunking import Chunk
 from .extraction_schema import Extraction
 from .graph_schema import RULE_TYPES
-from .names import normalise_name
+from .name_forms import normalise_name
 from .prompts_ingest import extraction_messages
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..services.access import AGENT_READS, ReadLimits
 from .cypher_tool import run_cypher_tool
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
-from .names import lookup_forms
+from .name_forms import lookup_forms
 from .search import PER_SESSION, fulltext_search, hybrid_search, session_user_turns, topic_by_session
 from .search_hits import Embedder, SearchHit, id_key, iso, read_graph
 from .tool_queries import ENTITY_MATCH, STATEMENT_PROJECTION

@@ -290,7 +290,7 @@ class RunRecord(_Model):
         abilities, overall = aggregate(self.primary_questions())
         update: dict[str, Any] = {"abilities": abilities, "overall": overall}
         if self.systems:
-            from .systems import system_stats
+            from .system_stats import system_stats
 
             fresh = system_stats(self.questions, list(self.systems),
                                  [n for n, s in self.systems.items() if s.measurement_aid])

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from .schema import UsageRow
 from .stats import SystemStats
-from .systems import AID_MARK, CEILING, display_name, gap, reader_loss
+from .system_stats import AID_MARK, CEILING, display_name, gap, reader_loss
 from .text import fmt_delta, fmt_int, fmt_interval, fmt_score, phase_key, table
 
 SIDE_BY_SIDE_HEADERS = ("ability", "system", "n", "mean", "95% interval", "evidence recall", "context tok/q",

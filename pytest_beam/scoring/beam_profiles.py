@@ -43,8 +43,8 @@ from .judge import (
     require_rubric,
 )
 from .metrics import EventOrderingMetrics, event_ordering_metrics
-from .names import ProfileName
 from .profile import ScoringProfile
+from .profile_names import ProfileName
 from .scores import EventOrderingDetail, ItemScore, QuestionScore
 
 __all__ = ["DefaultProfile", "UpstreamProfile"]

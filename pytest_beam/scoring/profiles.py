@@ -8,9 +8,9 @@ comes from here or from ``names``. A profile carries its own rules (``profile.Sc
 from __future__ import annotations
 
 from .beam_profiles import DefaultProfile, UpstreamProfile
-from .names import DEFAULT_PROFILE, PROFILE_NAMES, ProfileName
 from .omnimemeval import OmniMemEvalProfile
 from .profile import ScoringProfile
+from .profile_names import DEFAULT_PROFILE, PROFILE_NAMES, ProfileName
 
 __all__ = ["DEFAULT_PROFILE", "PROFILE_NAMES", "PROFILES", "ProfileName", "ScoringProfile", "get_profile"]
 

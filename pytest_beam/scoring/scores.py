@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .names import ProfileName as ScorerMode  # the one list of profile names
+from .profile_names import ProfileName as ScorerMode  # the one list of profile names
 
 __all__ = ["ScorerMode", "ItemScore", "LineMatch", "EventOrderingDetail", "QuestionScore", "FLAGS", "passes"]
 

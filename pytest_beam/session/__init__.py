@@ -6,6 +6,7 @@ question's step and its outcome, the estimate, xdist scheduling, progress, the c
 results). Only `state` is imported eagerly, so `pytest --help` stays light.
 """
 
-from .state import BeamSession, RunPlan, get_session
+from .plan import RunPlan
+from .state import BeamSession, get_session
 
 __all__ = ["BeamSession", "RunPlan", "get_session"]

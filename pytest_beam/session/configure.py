@@ -25,8 +25,8 @@ from ..settings import (
     recorded_settings,
     resolve,
 )
+from .plan import RunPlan
 from .project import spaced_value_problem
-from .state import RunPlan
 
 if TYPE_CHECKING:
     from ..llm.cassette import RecordedSettings

@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
     from ..llm.meter import UsageByRole
     from ..settings import Settings
-    from .collector import RunCollector
     from .graphs import GraphServices
-    from .models import ModelSide
-    from .state import RunPlan
+    from .model_side import ModelSide
+    from .plan import RunPlan
+    from .run_results import RunCollector
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Conversations:
     def run_key(self, system_name: str, conversation_id: str) -> str:
         """The key of one system's run on one conversation: the bare conversation id when the run
         compares nothing (the default graphrag alone, as records always had), else `system/id`."""
-        from .selection import bare_ids
+        from .system_choice import bare_ids
 
         return conversation_id if bare_ids(self.systems) else f"{system_name}/{conversation_id}"
 

@@ -41,7 +41,7 @@ def beam_outcome(beam_question: ProbingQuestion, beam_conversation: Conversation
                  request: pytest.FixtureRequest) -> Outcome:
     """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score. An answer
     whose judging failed still goes on the item (so into the record), unscored."""
-    from .outcome import record_unjudged
+    from .verdict import record_unjudged
 
     return beam_session.questions.answer_and_score(
         beam_question, beam_conversation,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
     from ..settings import Settings
-    from .collector import RunCollector
-    from .state import RunPlan
+    from .plan import RunPlan
+    from .run_results import RunCollector
 
 
 class GraphServices:

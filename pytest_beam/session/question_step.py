@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
     from ..llm.meter import UsageByRole
     from ..scoring import QuestionScore
-    from ..scoring.names import ProfileName
+    from ..scoring.profile_names import ProfileName
     from ..settings import Settings
     from ..system import SystemAnswer
     from .conversations import ConversationRun
-    from .models import ModelSide
+    from .model_side import ModelSide
 
 
 # An answer with one of these flags is no answer (the agent hit its step limit or its timeout).

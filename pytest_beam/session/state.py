@@ -23,40 +23,20 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..settings import Settings
+from .plan import RunPlan
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
-    from .collector import RunCollector
     from .conversations import Conversations
     from .endpoint import RunEndpoint
     from .graphs import GraphServices
     from .interrupt import TerminateAsInterrupt
-    from .models import ModelSide
+    from .model_side import ModelSide
     from .progress import ProgressLines, ProgressRelay
     from .question_step import QuestionStep
+    from .run_results import RunCollector
 
 SESSION_KEY: pytest.StashKey[BeamSession] = pytest.StashKey()
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What this pytest config asks of the benchmark, decided at configure."""
-
-    config: pytest.Config
-    settings: Settings  # as configured (a worker's carry the controller's model endpoint already)
-    worker_id: str | None  # None on the xdist controller or without xdist
-    run_id: str
-    run_dir: Path
-    record_mode: str = "off"  # the cassette mode in effect (decided once, on the controller)
-
-    @property
-    def is_worker(self) -> bool:
-        return self.worker_id is not None
-
-    @property
-    def process_name(self) -> str:
-        """This process's name in the run folder's per-process files."""
-        return self.worker_id or "main"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Answering and judging happen in the `beam_outcome` fixture (setup), so a model o
 is reported as an error; the test body only records metrics and decides pass or fail.
 """
 
-from pytest_beam.session.outcome import check_outcome
+from pytest_beam.session.verdict import check_outcome
 
 
 def test_question(beam_outcome, beam_session, request, snapshot):

@@ -173,7 +173,7 @@ def test_cypher_timeout_is_enforced(graph, embedder):
 def test_entity_lookup_uses_the_normaliser_names_were_written_with(box, graph):
     """Names are stored normalised by resolution's normaliser ("The Louvre" -> "louvre", "Dr. Ana
     López" -> "ana lopez"); the tools once looked them up with another one and missed them."""
-    from pytest_beam.memory.names import normalise_name
+    from pytest_beam.memory.name_forms import normalise_name
 
     driver, database = graph
     for eid, label, name in [("e_louvre", "Place", "Louvre"), ("e_lopez", "Person", "Ana López")]:

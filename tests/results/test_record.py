@@ -10,19 +10,13 @@ import subprocess
 
 import pytest
 
-from pytest_beam.results.record import (
-    LATEST_FILE,
-    NOTICE_FILE,
-    RECORD_FILE,
-    TRACE_FILE,
-    QuestionRecord,
+from pytest_beam.results.aggregate import aggregate
+from pytest_beam.results.provenance import git_info, lockfile_hash
+from pytest_beam.results.schema import LATEST_FILE, NOTICE_FILE, RECORD_FILE, TRACE_FILE, QuestionRecord, UsageRow
+from pytest_beam.results.store import (
     RecordNotFound,
-    UsageRow,
-    aggregate,
-    git_info,
     list_records,
     load_traces,
-    lockfile_hash,
     normalize_step,
     read_record,
     with_traces,

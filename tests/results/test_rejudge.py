@@ -107,7 +107,7 @@ def test_rejudge_without_an_endpoint_or_record_exits_2(old_results, capsys, monk
 
 def test_a_multi_system_record_is_rejudged_system_by_system(tmp_path, beam_data_dir, monkeypatch, model_server):
     """The rejudged record kept no `systems`, so its means pooled every system's questions."""
-    from pytest_beam.results.systems import system_stats
+    from pytest_beam.results.system_stats import system_stats
 
     for name in ("BEAM_RESULTS", "BEAM_BASE_URL", "BEAM_CACHE", "BEAM_JUDGE_RUNS", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)

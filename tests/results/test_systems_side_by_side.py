@@ -5,7 +5,7 @@ from __future__ import annotations
 from pytest_beam.results.html import render_html
 from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
 from pytest_beam.results.summary import render_summary
-from pytest_beam.results.systems import system_stats
+from pytest_beam.results.system_stats import system_stats
 from pytest_beam.results.systems_text import side_by_side_rows
 from tests.results.factory import run_record
 

@@ -17,7 +17,7 @@ QUESTION = "Which tools did I pick for the build?"
 
 
 def test_profiles_are_the_scorer_choices():
-    """One list of names (scoring/names.py): the registry holds one profile object per name, and the
+    """One list of names (scoring/profile_names.py): the registry holds one profile object per name, and the
     --beam-scorer choices are that list itself, not a copy kept equal by hand."""
     assert PROFILE_NAMES == ("default", "upstream", "omnimemeval")
     assert OPTION_BY_NAME["scorer"].choices is PROFILE_NAMES

@@ -21,7 +21,7 @@ def test_a_score_passes_at_or_above_the_pass_score(score: float, pass_score: flo
 def test_rejudge_and_the_run_share_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
     """rejudge's outcome follows ``passes``: a different rule there would show here."""
     from pytest_beam import scoring
-    from pytest_beam.results import rejudge
+    from pytest_beam.cli import rejudge
 
     assert [rejudge._outcome(s, known_bad, 0.5) for s, known_bad in
             ((0.5, False), (0.25, False), (0.5, True), (0.25, True))] == ["passed", "failed", "xpassed", "xfailed"]

@@ -11,9 +11,9 @@ import pytest
 
 from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
 from pytest_beam.results.store import read_record, write_record
-from pytest_beam.session.collector import ResultError, RunCollector, verdict_of
 from pytest_beam.session.interrupt import TerminateAsInterrupt
-from pytest_beam.session.state import RunPlan
+from pytest_beam.session.plan import RunPlan
+from pytest_beam.session.run_results import ResultError, RunCollector, verdict_of
 
 QID = "conv3:summarization:0"
 NODEID = f"beam::test_question[{QID}]"
@@ -109,8 +109,8 @@ def test_the_result_of_an_outcome_and_its_user_properties(tmp_path):
     meter's latency_s is a usage row's seconds); the controller reads the property back equal."""
     from pytest_beam.data.records import ProbingQuestion
     from pytest_beam.scoring.scores import ItemScore, QuestionScore
-    from pytest_beam.session.outcome import question_record, record_unjudged
     from pytest_beam.session.question_step import Outcome
+    from pytest_beam.session.verdict import question_record, record_unjudged
     from pytest_beam.system import SystemAnswer
 
     q = ProbingQuestion(conversation_id="3", ability="summarization", index=0, question="What happened?",

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_beam.session.selection import select_systems
+from pytest_beam.session.system_choice import select_systems
 from pytest_beam.systems import OUTSIDE_SYSTEMS, builtin_names, missing_extra, system_class
 
 

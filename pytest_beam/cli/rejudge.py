@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..results.provenance import scoring_stamp
+from ..results.schema import KNOWN_BAD_FLAG, QuestionRecord, RunRecord, UsageRow
+from ..results.store import read_record, resolve_record_path, write_record
 from ..run_id import new_run_id
 from ..settings import Settings
-from .provenance import scoring_stamp
-from .schema import KNOWN_BAD_FLAG, QuestionRecord, RunRecord, UsageRow
-from .store import read_record, resolve_record_path, write_record
 
 __all__ = ["RejudgeError", "rejudge", "rejudge_question", "new_run_id"]
 

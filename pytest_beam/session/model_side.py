@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..llm.meter import Snapshot, UsageByRole
     from ..llm.relay import ModelRelay
     from ..settings import Settings
-    from .state import RunPlan
+    from .plan import RunPlan
 
 
 def usage_journal(run_dir: Path, process_name: str) -> Path:

@@ -25,14 +25,13 @@ if TYPE_CHECKING:
     from ..data.ids import ItemId
     from ..data.sets import BenchmarkSet
     from ..llm.meter import UsageByRole, UsageCounts
-    from ..results.collect import IngestEntry
-    from ..results.record import RunRecord
-    from ..results.schema import Outcome, QuestionRecord
+    from ..results.build import IngestEntry
+    from ..results.schema import Outcome, QuestionRecord, RunRecord
     from ..settings import Settings
     from ..system import IngestReport
+    from .calibration_at_finish import SessionJudgeCheck
     from .interrupt import TerminateAsInterrupt
-    from .judge_check import SessionJudgeCheck
-    from .state import RunPlan
+    from .plan import RunPlan
 
 RelayCounts = Callable[[], dict[str, dict[str, int]]]
 
@@ -135,7 +134,7 @@ class RunCollector:
         """Every worker's part, as its last write left it (a worker that died keeps what it wrote),
         and every process's journal of model calls, this one's included."""
         from ..llm import read_journals
-        from ..results.collect import add_counts
+        from ..results.build import add_counts
 
         self.meter = {role: usage.to_dict() for role, usage in
                       read_journals(sorted(self.parts.glob("*.usage.jsonl"))).items()}
@@ -155,7 +154,7 @@ class RunCollector:
     def finish(self, exitstatus: int) -> int:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
-        from ..results.collect import add_counts, add_usage, build_record, write_run
+        from ..results.build import add_counts, add_usage, build_record, write_run
 
         plan = self.plan
         self.merge_parts()
@@ -195,7 +194,7 @@ class RunCollector:
         import tempfile
 
         from ..files import disk_full, disk_full_text
-        from ..results.collect import write_run
+        from ..results.build import write_run
 
         run_dir = self.plan.run_dir
         why = disk_full_text(run_dir) if disk_full(exc) else f"{exc.strerror or exc} ({exc.filename or run_dir})"

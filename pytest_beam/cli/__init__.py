@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR, RIGHT_ANSWERS_FAILED
+from ..scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR, RIGHT_ANSWERS_FAILED
 
 __all__ = ["main", "build_parser"]
 
@@ -105,10 +105,10 @@ def _judge_check(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from .data.errors import BeamDataError
-    from .results.judge_check_run import JudgeCheckError, run_judge_check_command
-    from .results.report import default_results_dir
-    from .settings import SettingsError, resolve
+    from ..data.errors import BeamDataError
+    from ..results.report import default_results_dir
+    from ..settings import SettingsError, resolve
+    from .judge_check_command import JudgeCheckError, run_judge_check_command
 
     flags = {name: getattr(args, name) for name, _, _ in _CHECK_FLAGS}
     if args.sample is not None and args.sample < 1:
@@ -123,7 +123,7 @@ def _judge_check(args: argparse.Namespace) -> int:
     except (SettingsError, JudgeCheckError, BeamDataError, ValueError) as exc:
         print(f"pytest-beam judge-check: {exc}", file=sys.stderr)
         return 2
-    from .results.judge_check_text import render_judge_check
+    from ..results.calibration_table import render_judge_check
 
     assert record.judge_check is not None
     for line in render_judge_check(record.judge_check):
@@ -135,10 +135,10 @@ def _judge_check(args: argparse.Namespace) -> int:
 def _rejudge(args: argparse.Namespace) -> int:
     import os
 
-    from .results.rejudge import RejudgeError, rejudge
-    from .results.report import default_results_dir, find_record
-    from .results.store import RecordNotFound
-    from .settings import SettingsError, resolve
+    from ..results.report import default_results_dir, find_record
+    from ..results.store import RecordNotFound
+    from ..settings import SettingsError, resolve
+    from .rejudge import RejudgeError, rejudge
 
     results = args.results or default_results_dir()
     flags = {name: getattr(args, name) for name, _, _ in _REJUDGE_FLAGS}
@@ -151,7 +151,7 @@ def _rejudge(args: argparse.Namespace) -> int:
     except (RecordNotFound, SettingsError, RejudgeError, ValueError) as exc:
         print(f"pytest-beam rejudge: {exc}", file=sys.stderr)
         return 2
-    from .results.summary import render_summary
+    from ..results.summary import render_summary
 
     for line in render_summary(record):
         print(line)
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     if args.command == "report":
-        from .results.report import run_report
+        from ..results.report import run_report
 
         if len(args.records) > 2:
             parser.exit(2, f"pytest-beam report: give at most two records (got {len(args.records)})\n")

@@ -1,6 +1,6 @@
 """From what a run collected to its record: the RunRecord, the files, the optional HTML page.
 
-The session room (`pytest_beam.session.collector`) gathers results while the run goes; this
+The session room (`pytest_beam.session.run_results`) gathers results while the run goes; this
 module only turns them into a record, so the record's shape lives with the other results code.
 """
 
@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from ..llm.meter import UsageByRole, UsageCounts
     from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
-    from .record import QuestionRecord, RunRecord
-    from .schema import UsageRow
+    from .schema import QuestionRecord, RunRecord, UsageRow
 
 
 class IngestEntry(TypedDict, total=False):
@@ -44,15 +43,16 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                  usage: UsageByRole, exitstatus: int, interrupted_by: str | None = None,
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
                  judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None) -> RunRecord:
-    from .provenance import data_revision, scoring_stamp
-    from .record import RunRecord, aggregate, git_info, lockfile_hash
+    from .aggregate import aggregate
+    from .provenance import data_revision, git_info, lockfile_hash, scoring_stamp
+    from .schema import RunRecord
 
     root = Path.cwd()
     commit, dirty = git_info(root)
     roles = settings.role_models()
     records = [_question(entry, bench_set) for entry in questions]
     from ..systems import MEASUREMENT_AIDS
-    from .systems import system_stats
+    from .system_stats import system_stats
 
     selected = list(systems or [])  # the selected order (`all` expanded), first is the primary
     seen = [q.system for q in questions if q.system]
@@ -140,7 +140,7 @@ def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | No
     """The record and the merged trace of the run whose parts are in ``run_dir``, written into
     ``target`` (default: ``run_dir``); the per-process trace parts are removed once both are
     written. Returns the record's path."""
-    from .record import write_record
+    from .store import write_record
 
     target = run_dir if target is None else target
     target.mkdir(parents=True, exist_ok=True)

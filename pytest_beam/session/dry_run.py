@@ -2,7 +2,7 @@
 
 Each system answers for its own calls (`MemorySystem.estimate`, through the registry's
 `estimate_of`): the built-in graphrag counts its extraction, resolution and agent calls
-(`memory/estimate.py`), a baseline one answering call per question (`systems/estimate.py`).
+(`memory/graphrag_estimate.py`), a baseline one answering call per question (`systems/answer_estimate.py`).
 An outside system (mem0, graphiti) or a conftest's cannot say: it is listed without an estimate
 and left out of the total. What the harness adds is the same whoever answered: the judge's
 calls, counted from BEAM's judge prompt and each question's rubric (with ``--beam-judge-runs N``
@@ -86,7 +86,7 @@ def add_judge_check(estimate: Estimate, bench_set: BenchmarkSet, questions: list
     """The judge check's calls (``--beam-judge-check``), when it is on: one call per sampled case
     and judge run; a rubric case costs a judge prompt, an event pair a classifier prompt."""
     from ..scoring.calibration import build_cases, sample_cases
-    from .judge_check import sample_size
+    from .calibration_at_finish import sample_size
 
     size = sample_size(settings)
     if size is False:

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..results.provenance import scoring_stamp
+from ..results.schema import RunRecord, UsageRow
 from ..settings import Settings
-from .provenance import scoring_stamp
-from .schema import RunRecord, UsageRow
 
 if TYPE_CHECKING:
     from ..llm.meter import Usage
@@ -86,10 +86,10 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
     """Load the set of ``settings.mode``, judge its cases, write and return the record."""
     from .. import __version__
     from ..data.sets import load_set
+    from ..results.provenance import data_revision, git_info, lockfile_hash
+    from ..results.store import write_record
     from ..run_id import new_run_id
     from ..scoring.judge_check import run_judge_check
-    from .provenance import data_revision, git_info, lockfile_hash
-    from .store import write_record
 
     scoring_stamp(settings.scorer)  # an unknown profile fails here, before any data or model
     judge_model = judge_model or settings.judge_model or settings.model

@@ -122,7 +122,7 @@ def _snapshot(outcome: Outcome, config: pytest.Config, snapshot: SnapshotAsserti
     `off` does nothing."""
     if mode == "off":
         return None, None, None
-    from ..results.snapshots import AnswerSnapshotExtension, snapshot_path
+    from .answer_snapshots import AnswerSnapshotExtension, snapshot_path
 
     text = (outcome.answer.text or "").rstrip("\n") + "\n"
     updating = bool(config.getoption("update_snapshots", False))
