@@ -8,13 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..llm.errors import ModelEndpointError
-from ..system import SystemAnswer, TracedToolCall
+from ..system import FLAG_AGENT_FAILURE, FLAG_TIMEOUT, SystemAnswer, TracedToolCall
 from . import prompts_agent as prompts
 from .agent_run import (
     AGENT_ROLE,
     FIRST_SEARCH_CALL_ID,
-    FLAG_AGENT_FAILURE,
-    FLAG_TIMEOUT,
     AgentRun,
     FirstSearch,
     canonical_json,

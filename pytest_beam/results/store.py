@@ -32,15 +32,9 @@ from pydantic import BaseModel
 
 from ..files import atomic_write
 from ..redaction import scrub_settings
-from .schema import (
-    LATEST_FILE,
-    NOTICE_FILE,
-    RECORD_FILE,
-    RECORD_FILE_CONTEXT,
-    TRACE_FILE,
-    RecordedStep,
-    RunRecord,
-)
+from .question_record import RecordedStep
+from .record_base import RECORD_FILE_CONTEXT
+from .schema import LATEST_FILE, NOTICE_FILE, RECORD_FILE, TRACE_FILE, RunRecord
 
 __all__ = [
     "RecordNotFound", "Listed", "jsonable", "notice_text", "write_record", "read_record", "resolve_record_path",

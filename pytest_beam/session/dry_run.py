@@ -34,7 +34,8 @@ def estimate_systems(bench_set: BenchmarkSet, pairs: list[tuple[str, ProbingQues
                      settings: Settings) -> dict[str, Estimate | None]:
     """{system: its estimate with the judge's calls} in the selected order; None where the system
     cannot say. The run's judge check goes with the default system's estimate, where it always was."""
-    from ..systems import DEFAULT_SYSTEM, estimate_of
+    from ..system_registry import DEFAULT_SYSTEM
+    from ..systems import estimate_of
 
     by_system: dict[str, list[ProbingQuestion]] = {}
     for system, q in pairs:
@@ -178,7 +179,7 @@ def format_systems(estimates: dict[str, Estimate | None], settings: Settings) ->
         if est is not None:
             blocks.append("\n".join([f"[{system}]", est.summary, *table(est)]))
             continue
-        from ..systems import OUTSIDE_SYSTEMS
+        from ..system_registry import OUTSIDE_SYSTEMS
 
         if system in OUTSIDE_SYSTEMS:
             blocks.append(f"[{system}] an outside system: its library decides its calls (through the model relay, "

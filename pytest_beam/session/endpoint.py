@@ -15,8 +15,9 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any
 
+from ..model_access import EMBEDDED_DEFAULTS
 from ..settings import OPTION_BY_NAME, Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -28,22 +29,6 @@ EMBEDDED = "local"  # --beam-model=local asks for the embedded model
 PREFLIGHT_TIMEOUT_S = 1.5
 
 
-class EmbeddedDefaults(TypedDict):
-    """Settings, by name, that a run on the embedded model changes unless the user set them."""
-
-    concurrency: int
-    timeout: float
-    agent_timeout: float
-    tool_mode: Literal["auto", "native", "json"]
-    max_calls: int | None
-    max_tokens: int | None
-
-
-# The embedded server has one slot and makes ~20 tokens/s on 2 cores: one request at a time,
-# long timeouts, and JSON actions (its native tool calls do not parse on llama-server). It
-# costs nothing, so the lite set's default spend caps (a guard on money) do not apply to it.
-EMBEDDED_DEFAULTS: EmbeddedDefaults = {"concurrency": 1, "timeout": 900.0, "agent_timeout": 1800.0,
-                                       "tool_mode": "json", "max_calls": None, "max_tokens": None}
 WORKERINPUT_KEY = "beam_endpoint"
 EMBEDDED_CHANGES_IDENTITY_KEY = "endpoint_identity"  # the cache's name for the embedded model (any port)
 ROLE_MODELS = ("extraction_model", "resolution_model", "judge_model")

@@ -82,7 +82,7 @@ class BeamSessionPlugin:
     @pytest.hookimpl(tryfirst=True)  # before pytest's JUnit writer reads the report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self._session is not None:
-            self._session.collector.add_report(report)
+            self._session.results.add_report(report)
         self._junit_classname(report)
 
     def _junit_classname(self, report: pytest.TestReport) -> None:
@@ -130,9 +130,9 @@ class BeamSessionPlugin:
             if beam.progress is not None:
                 beam.progress.stop()
             if beam.is_worker:
-                beam.collector.persist()
+                beam.results.persist()
             else:
-                session.exitstatus = beam.collector.finish(int(exitstatus))  # pytest returns this one
+                session.exitstatus = beam.results.finish(int(exitstatus))  # pytest returns this one
         finally:
             beam.endpoint.stop()
             beam.terminate.restore()
@@ -141,16 +141,16 @@ class BeamSessionPlugin:
         """The judge's calibration on the questions that ran (``--beam-judge-check``), before the
         endpoint stops; a Ctrl-C here ends the check, never the record."""
         from .calibration_at_finish import SessionJudgeCheck, run_session_judge_check
-        from .run_results import verdict_of
 
-        collector = self.session.collector
-        ran = {q.id for q in collector.questions.values() if verdict_of(q) not in (None, "skipped", "error")}
+        results = self.session.results
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         say = (lambda line: show_line(reporter, line)) if reporter is not None else (lambda line: None)
         try:
-            collector.judge_check = run_session_judge_check(self.session, ran, say)
+            beam = self.session
+            results.judge_check = run_session_judge_check(beam.settings, beam.bench_set, lambda: beam.models.client,
+                                                          results.ran(), say)
         except KeyboardInterrupt:
-            collector.judge_check = SessionJudgeCheck(error="interrupted before it finished")
+            results.judge_check = SessionJudgeCheck(error="interrupted before it finished")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._session is not None:
@@ -160,7 +160,7 @@ class BeamSessionPlugin:
         if self._session is not None and not self._session.is_worker:
             from .problems import write_section
 
-            self._session.collector.write_summary(terminalreporter)
+            self._session.results.write_summary(terminalreporter)
             write_section(terminalreporter)
 
 

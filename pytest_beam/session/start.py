@@ -74,19 +74,19 @@ def _build(plan: RunPlan, settings: Settings, systems: list[str], bench_set: Ben
     from .model_side import ModelSide
     from .progress import ProgressLines, ProgressRelay
     from .question_step import QuestionStep
-    from .run_results import RunCollector
+    from .run_results import RunResults
 
     say = ProgressLines(plan)
     models = ModelSide(plan, settings, say)
-    collector = RunCollector(plan, settings, systems, bench_set, started=started, relay_counts=models.relay_counts,
+    results = RunResults(plan, settings, systems, bench_set, started=started, relay_counts=models.relay_counts,
                              terminate=terminate)
-    graphs = GraphServices(plan, settings, collector, say)
+    graphs = GraphServices(plan, settings, say)
     conversations = Conversations(plan, settings, systems, bench_set, models=models, graphs=graphs,
-                                  collector=collector, say=say)
+                                  results=results, say=say)
     progress = None
     if not plan.is_worker and getattr(plan.config.option, "numprocesses", None) and reporter:
         progress = ProgressRelay(plan.run_dir / "progress", reporter)
     return BeamSession(plan=plan, settings=settings, systems=systems, bench_set=bench_set, endpoint=endpoint,
-                       terminate=terminate, say=say, models=models, collector=collector, graphs=graphs,
+                       terminate=terminate, say=say, models=models, results=results, graphs=graphs,
                        conversations=conversations, questions=QuestionStep(settings, models), progress=progress)
 

@@ -4,7 +4,7 @@
 process's place in the run, the cassette mode. `BeamSession` is built at `pytest_sessionstart`
 (`start.py`) from the plan once the questions are loaded and, on the controller, the model
 endpoint is open: it holds the run's settings (never replaced after), the selected systems and
-question set, the collector, and this process's live parts, each a module of its own:
+question set, the run's results, and this process's live parts, each a module of its own:
 `models.py` (client, relay, trace), `graphs.py` (Neo4j per conversation), `conversations.py`
 (each system's run on a conversation), `question_step.py` (answer and score). The parts import
 openai or start a JVM only on first use, so a collect-only or dry run does neither.
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .model_side import ModelSide
     from .progress import ProgressLines, ProgressRelay
     from .question_step import QuestionStep
-    from .run_results import RunCollector
+    from .run_results import RunResults
 
 SESSION_KEY: pytest.StashKey[BeamSession] = pytest.StashKey()
 
@@ -51,7 +51,7 @@ class BeamSession:
     terminate: TerminateAsInterrupt  # SIGTERM as Ctrl-C, for the session's lifetime
     say: ProgressLines  # a progress line the user sees while a fixture runs
     models: ModelSide
-    collector: RunCollector
+    results: RunResults
     graphs: GraphServices
     conversations: Conversations
     questions: QuestionStep

@@ -79,20 +79,21 @@ def test_the_collector_keys_a_tier_item_by_its_id(tmp_path):
     """A report of a 500K item lands in the record under its tier's id (the old regex dropped it)."""
     import pytest as _pytest
 
-    from pytest_beam.results.schema import QuestionRecord
+    from pytest_beam.results.question_record import QuestionRecord
     from pytest_beam.session.interrupt import TerminateAsInterrupt
     from pytest_beam.session.plan import RunPlan
-    from pytest_beam.session.run_results import RunCollector
+    from pytest_beam.session.run_results import RunResults
 
     plan = RunPlan(config=None, settings=None, worker_id=None, run_id="run", run_dir=tmp_path)  # type: ignore[arg-type]
-    collector = RunCollector(plan, None, ["graphrag"], None, started=0.0, relay_counts=dict,  # type: ignore[arg-type]
-                             terminate=TerminateAsInterrupt())
-    result = QuestionRecord(id="500K/conv3:summarization:0", score=1.0).in_run_json()
+    collector = RunResults(plan, None, ["graphrag"], None, started=0.0, relay_counts=dict,  # type: ignore[arg-type]
+                           terminate=TerminateAsInterrupt())
+    result = QuestionRecord(id="500K/conv3:summarization:0", score=1.0).run_json()
     report = _pytest.TestReport("beam::test_question[500K/conv3:summarization:0]", ("x", 0, "x"), {}, "passed",
                                 None, "call", user_properties=[("beam_result", result)])
     collector.add_report(report)
-    assert collector.questions["500K/conv3:summarization:0"].id == "500K/conv3:summarization:0"
-    assert collector.questions["500K/conv3:summarization:0"].score == 1.0
+    [record] = collector.question_records()
+    assert list(collector.items) == ["500K/conv3:summarization:0"]
+    assert (record.id, record.score) == ("500K/conv3:summarization:0", 1.0)
 
 
 def test_the_suite_s_node_id_prefix_is_the_one_collection_makes():
