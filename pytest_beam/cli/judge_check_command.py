@@ -83,7 +83,7 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
     from .. import __version__
     from ..data.sets import load_set
     from ..results.provenance import data_revision, git_info, lockfile_hash
-    from ..results.store import write_record
+    from ..results.record_files import write_record
     from ..run_id import new_run_id
     from ..scoring.judge_check import run_judge_check
 

@@ -19,8 +19,8 @@ from ..model_access import judge_only, open_client
 from ..results.build import with_aggregates
 from ..results.provenance import scoring_stamp
 from ..results.question_record import QuestionRecord
+from ..results.record_files import read_record, resolve_record_path, write_record
 from ..results.schema import RunRecord
-from ..results.store import read_record, resolve_record_path, write_record
 from ..run_id import new_run_id
 from ..settings import Settings
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import pins
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .plans_10m import join_plans, joined_plan_sessions, plan_numbers
 from .sources import (
     BeamCorpus,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import pins
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .sources import upstream_sessions
 from .tiers import tier as tier_of
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .ids import QuestionId
 from .records import (
     ABILITIES,

@@ -13,7 +13,8 @@ from ..data.records import SystemQuestion
 from ..system import FLAG_TIMEOUT, ModelStep, NoteValue, SystemAnswer, TracedToolCall, TraceStep
 from . import prompts_agent as prompts
 from .search_hits import Embedder
-from .tools import ToolBox, ToolLimits, ToolResult
+from .tool_specs import ToolLimits
+from .tools import ToolBox, ToolResult
 
 if TYPE_CHECKING:
     from neo4j import Driver

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..services.access import AGENT_READS, ReadLimits
+from ..services.access import ReadLimits
 from .cypher_tool import run_cypher_tool
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
 from .name_forms import lookup_forms
@@ -22,32 +21,14 @@ from .search import PER_SESSION, fulltext_search, hybrid_search, session_user_tu
 from .search_hits import Embedder, SearchHit, id_key, iso, read_graph
 from .tool_queries import ENTITY_MATCH, STATEMENT_PROJECTION
 from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
-from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
+from .tool_specs import ToolArgumentError, ToolLimits, arg_int, arg_str, tool_specs
 
 if TYPE_CHECKING:
     from neo4j import Driver
 
     from ..llm.wire import JsonObject, ToolSpec
 
-__all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolLimits", "ToolResult", "cut"]
-
-
-@dataclass(frozen=True)
-class ToolLimits:
-    max_result_chars: int = 6000
-    snippet_chars: int = 200
-    statement_chars: int = 400
-    message_chars: int = 2500  # one message read alone
-    read_chars: int = 2000  # the text of all messages of one read_messages call, shared evenly
-    max_messages: int = 10
-    max_search_hits: int = 25
-    max_statements: int = 60
-    max_entities: int = 3
-    max_per_session: int = 5  # topic_sessions: user turns per session at most
-    outline_chars: int = 160  # session_outline: the head of each user turn
-    reads: ReadLimits = AGENT_READS  # every read of every tool: timeout and row cap
-    cypher_max_rows: int = 50  # the Cypher tool shows fewer rows than the others may read
-    cypher_value_chars: int = 500
+__all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolResult", "cut"]
 
 
 # --- the tools --------------------------------------------------------------------------------

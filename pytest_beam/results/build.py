@@ -125,7 +125,7 @@ def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | No
     """The record and the merged trace of the run whose parts are in ``run_dir``, written into
     ``target`` (default: ``run_dir``); the per-process trace parts are removed once both are
     written. Returns the record's path."""
-    from .store import write_record
+    from .record_files import write_record
 
     target = run_dir if target is None else target
     target.mkdir(parents=True, exist_ok=True)

@@ -39,8 +39,8 @@ from .html_parts import (
     systems_section,
     warnings,
 )
+from .record_files import jsonable, normalize_step, with_traces
 from .schema import RunRecord
-from .store import jsonable, normalize_step, with_traces
 from .text import fmt_interval, fmt_score, score_delta
 
 __all__ = ["render_html", "write_html", "answer_diff", "HTML_FILE"]

@@ -12,8 +12,8 @@ from typing import Any
 from ..redaction import scrub_settings
 from .compare import Comparison, compare, comparison_warnings
 from .comparison_text import fmt_paired
+from .record_files import jsonable
 from .schema import RunRecord
-from .store import jsonable
 from .text import (
     JUDGE_IS_AGENT_WARNING,
     USAGE_HEADERS,

@@ -16,6 +16,7 @@ from ..llm.config import EMBEDDING_ROLE
 from ..llm.config import ROLES as _CHAT_ROLES
 from ..llm.meter import Usage
 from ..scoring.judge_check import JudgeCheck
+from ..scoring.profile_names import names_text
 from .question_record import QuestionRecord
 from .record_base import RecordModel, WithRunOnlyFields
 from .stats import AbilityStats, OverallStats, SystemStats
@@ -57,7 +58,7 @@ class IngestEntry(WithRunOnlyFields):
 class ScoringStamp(RecordModel):
     """What scored the run, so two records can be told comparable or not."""
 
-    profile: str = Field(description="The scoring profile (--beam-scorer): default, upstream or omnimemeval")
+    profile: str = Field(description=f"The scoring profile (--beam-scorer): {names_text()}")
     prompt_sha256: dict[str, str] = Field(default_factory=dict, description="prompt name -> sha256 of its text")
     judge_runs: int = Field(1, description="Times each rubric item was judged (--beam-judge-runs)")
 

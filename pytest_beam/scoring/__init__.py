@@ -19,7 +19,7 @@ _WHERE = {
     "kendall_tau_b": "metrics",
     "score_question": "scorer",
     "PROFILE_NAMES": "profile_names", "ProfileName": "profile_names",
-    "PROFILES": "profiles", "ScoringProfile": "profiles", "get_profile": "profiles",
+    "ScoringProfile": "profiles", "get_profile": "profiles",
 }
 __all__ = sorted(_WHERE)
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .judge import JUDGE_ROLE, JudgeModel, JudgeReply, JudgeText, parse_judge_json
     from .metrics import EventOrderingMetrics, event_ordering_metrics, evidence_recall, kendall_tau_b
     from .profile_names import PROFILE_NAMES, ProfileName
-    from .profiles import PROFILES, ScoringProfile, get_profile
+    from .profiles import ScoringProfile, get_profile
     from .scorer import score_question
     from .scores import FLAGS, EventOrderingDetail, ItemScore, LineMatch, QuestionScore, ScorerMode, passes
 

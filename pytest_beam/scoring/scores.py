@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .profile_names import ProfileName as ScorerMode  # the one list of profile names
+from .profile_names import names_text
 
 __all__ = ["ScorerMode", "ItemScore", "LineMatch", "EventOrderingDetail", "QuestionScore", "FLAGS", "passes"]
 
@@ -106,7 +107,7 @@ class QuestionScore(_Record):
 
     question_id: str
     ability: str
-    mode: ScorerMode = Field(description="Which scorer produced this: 'default', 'upstream' or 'omnimemeval'")
+    mode: ScorerMode = Field(description=f"Which scoring profile produced this: {names_text()}")
     score: float = Field(
         description="default: mean of item scores, or event_f1*event_tau_norm for event_ordering; "
         "upstream: mean of int()-truncated item scores, or event_tau_norm for event_ordering"

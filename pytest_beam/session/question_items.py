@@ -28,7 +28,7 @@ NO_MODEL_REASON = (
 def load_questions(plan: RunPlan) -> tuple[list[str], BenchmarkSet]:
     """The selected systems and the question set, at session start; a problem with either stops
     the run before any test (and before any model or Neo4j starts)."""
-    from ..data.errors import BeamDataError
+    from ..data.data_error import BeamDataError
     from ..data.sets import load_set
     from ..systems import UnknownSystem
     from .system_choice import custom_names, select_systems

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pytest_beam.memory.search import hybrid_search
-from pytest_beam.memory.tools import CUT_MARKER, ToolBox, ToolLimits
+from pytest_beam.memory.tool_specs import ToolLimits
+from pytest_beam.memory.tools import CUT_MARKER, ToolBox
 from pytest_beam.services.access import ReadLimits
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, LONG_MESSAGE_ID, count_graph

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from pytest_beam.results.html import PAGE_SLOTS, PageTemplate, answer_diff, page_template, render_html, write_html
-from pytest_beam.results.store import write_record
+from pytest_beam.results.record_files import write_record
 from tests.results.factory import XSS_IMG, XSS_SCRIPT, run_record
 
 REPO = Path(__file__).resolve().parents[2]

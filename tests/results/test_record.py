@@ -14,8 +14,7 @@ from pytest_beam.llm import Usage
 from pytest_beam.results.aggregate import aggregate
 from pytest_beam.results.provenance import git_info, lockfile_hash
 from pytest_beam.results.question_record import QuestionRecord
-from pytest_beam.results.schema import LATEST_FILE, NOTICE_FILE, RECORD_FILE, TRACE_FILE
-from pytest_beam.results.store import (
+from pytest_beam.results.record_files import (
     RecordNotFound,
     list_records,
     load_traces,
@@ -24,6 +23,7 @@ from pytest_beam.results.store import (
     with_traces,
     write_record,
 )
+from pytest_beam.results.schema import LATEST_FILE, NOTICE_FILE, RECORD_FILE, TRACE_FILE
 from tests.results.factory import run_record
 
 

@@ -12,8 +12,8 @@ from pytest_beam.results.build import with_aggregates
 from pytest_beam.results.intervals import cluster_bootstrap
 from pytest_beam.results.provenance import prompt_hashes, scoring_stamp
 from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.record_files import read_record, write_record
 from pytest_beam.results.schema import RunRecord
-from pytest_beam.results.store import read_record, write_record
 from pytest_beam.results.summary import render_summary
 from pytest_beam.scoring import prompts
 from pytest_beam.scoring.scores import ItemScore
@@ -124,7 +124,8 @@ def test_context_tokens_mean_and_nearest_rank_p95():
 
 
 def test_settings_resolve_judge_runs_and_label_by_flag_env_and_ini():
-    from pytest_beam.settings import OPTION_BY_NAME, resolve
+    from pytest_beam.setting_sources import resolve
+    from pytest_beam.settings import OPTION_BY_NAME
 
     def settings(flags=None, environ=None, ini=None):
         return resolve((flags or {}).get, (ini or {}).get, environ or {})

@@ -11,8 +11,8 @@ import pytest
 from pytest_beam.cli import main
 from pytest_beam.llm import Usage
 from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.record_files import read_record, write_record
 from pytest_beam.results.schema import RunRecord
-from pytest_beam.results.store import read_record, write_record
 from tests.model_server import Reply
 
 OLD_ID = "20250101T000000Z-old0"

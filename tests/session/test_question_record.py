@@ -14,8 +14,8 @@ import pytest
 from pytest_beam.data.records import ProbingQuestion
 from pytest_beam.llm import Usage
 from pytest_beam.results.question_record import QuestionRecord, question_record
+from pytest_beam.results.record_files import read_record, write_record
 from pytest_beam.results.schema import IngestEntry, RunRecord
-from pytest_beam.results.store import read_record, write_record
 from pytest_beam.scoring.scores import EventOrderingDetail, ItemScore, LineMatch, QuestionScore
 from pytest_beam.session.interrupt import TerminateAsInterrupt
 from pytest_beam.session.plan import RunPlan
