@@ -5,7 +5,7 @@ process's place in the run, the cassette mode. `BeamSession` is built at `pytest
 (`start.py`) from the plan once the questions are loaded and, on the controller, the model
 endpoint is open: it holds the run's settings (never replaced after), the selected systems and
 question set, the run's results, and this process's live parts, each a module of its own:
-`models.py` (client, relay, trace), `graphs.py` (Neo4j per conversation), `conversations.py`
+`model_side.py` (client, relay, trace), `graphs.py` (Neo4j per conversation), `conversations.py`
 (each system's run on a conversation), `question_step.py` (answer and score). The parts import
 openai or start a JVM only on first use, so a collect-only or dry run does neither.
 

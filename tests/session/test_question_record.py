@@ -214,3 +214,23 @@ def test_a_record_file_from_a_newer_version_still_loads(tmp_path):
     assert read_record(path).questions[0].answer == "Things."
     with pytest.raises(ValueError, match="a_field_from_later"):  # in the run the same key is an error
         QuestionRecord.model_validate(data["questions"][0])
+
+
+def test_the_no_answer_flags_are_declared_once_in_the_contract():
+    """They were declared four times (session/question_step.py, memory/agent_run.py,
+    systems/answering.py and a literal in rejudge); now system.py alone names them, and every
+    reader asks SystemAnswer.gave_no_answer or QuestionRecord.gave_no_answer."""
+    import ast
+
+    package = Path(__file__).resolve().parents[2] / "pytest_beam"
+    declared, literal = set(), set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id in {"NO_ANSWER_FLAGS", "FLAG_AGENT_FAILURE", "FLAG_TIMEOUT"}
+                   for t in targets):
+                declared.add(path.name)
+            if isinstance(node, ast.Constant) and node.value == "agent_failure":
+                literal.add(path.name)
+    assert declared == literal == {"system.py"}
