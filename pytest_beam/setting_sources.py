@@ -12,14 +12,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from .settings import OPTIONS, Settings, SettingsError
 
 __all__ = ["resolve"]
 
+#: Each option's value by name, as read, on its way into ``Settings(**values)``: one entry per row of
+#: ``settings.OPTIONS``, each of its own type (the table is the schema, and ``Settings`` checks the
+#: whole), so open here by nature of the table.
+OptionValues: TypeAlias = dict[str, Any]
 
-def _check_tier(values: dict[str, Any], origins: dict[str, tuple[str, Any]]) -> None:
+
+def _check_tier(values: OptionValues, origins: dict[str, tuple[str, Any]]) -> None:
     """The settings that depend on the tier: lite is 100K's set, and a conversation list is checked
     against the tier's conversations (normalised to "1,4,17")."""
     from .data.data_error import BeamDataError
@@ -60,7 +65,7 @@ def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
     bases = {"flag": invocation_dir or root, "env": invocation_dir or root, "ini": ini_dir or root, "default": root}
     base_of: dict[str, Path] = {}
     origins: dict[str, tuple[str, Any]] = {}  # option -> (where it was given, its raw value)
-    values: dict[str, Any] = {}
+    values: OptionValues = {}
     for option in OPTIONS:
         raw, origin = None, None
         flag_value = get_flag(option.name) if option.flag else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, cast
 
 from .scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR
 from .scoring.profile_names import DEFAULT_PROFILE, PROFILE_NAMES
@@ -314,12 +314,21 @@ def question_set(settings: Settings) -> QuestionSet:
     return cast("QuestionSet", {**{name: getattr(settings, name) for name in QUESTION_SET}, **tier})
 
 
-def flag_arguments(option: Option) -> dict[str, Any]:
+class FlagArguments(TypedDict, total=False):
+    """The keyword arguments of argparse's ``add_argument`` (and pytest's ``addoption``) for an option."""
+
+    help: str
+    action: str
+    metavar: str
+    choices: tuple[str, ...]
+
+
+def flag_arguments(option: Option) -> FlagArguments:
     """How an option is offered on a command line (pytest's options and the `pytest-beam` command's
     alike): its help, and a switch for a yes/no option, a metavar and the choices for the others."""
     if option.is_bool:
         return {"action": "store_true", "help": option.help}
-    kwargs: dict[str, Any] = {"metavar": option.name.upper(), "help": option.help}
+    kwargs: FlagArguments = {"metavar": option.name.upper(), "help": option.help}
     if option.choices:
         kwargs["choices"] = option.choices
     return kwargs

@@ -15,7 +15,7 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..redaction import redact, redact_value
 from .budget import Budget
@@ -118,20 +118,22 @@ class ModelClient:
         replays plain. The result's ``response_format`` says what the reply was asked with. The
         plain request is its own fingerprint and cache key, so cache and cassette stay exact.
         """
-        kwargs: dict[str, Any] = dict(tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
-                                      structured_schema=None, repeat=repeat, accept=accept)
+        def send(fmt: ResponseFormat | None) -> ChatResult:
+            return self._chat(role, messages, response_format=fmt, tools=tools, tool_choice=tool_choice,
+                              max_tokens=max_tokens, structured_schema=None, repeat=repeat, accept=accept)
+
         if response_format is None or self._format_refused:
-            return self._chat(role, messages, response_format=None, **kwargs)
+            return send(None)
         try:
-            return self._chat(role, messages, response_format=response_format, **kwargs)
+            return send(response_format)
         except CassetteMiss:
             if self.cassette is None or self.cassette.allows_network:
                 raise
-            return self._chat(role, messages, response_format=None, **kwargs)  # recorded plain
+            return send(None)  # recorded plain
         except ModelEndpointError as exc:
             if exc.status not in (400, 422):
                 raise
-            result = self._chat(role, messages, response_format=None, **kwargs)
+            result = send(None)
             self._format_refused = True  # the plain call worked: the format was what it refused
             return result
 

@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import __version__
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
     from .question_record import QuestionRecord
+    from .record_files import TraceLine
     from .schema import IngestEntry, RunRecord
 
 
@@ -109,7 +110,7 @@ def with_aggregates(record: RunRecord) -> RunRecord:
     from .system_stats import system_stats
 
     abilities, overall = aggregate(record.primary_questions())
-    update: dict[str, Any] = {"abilities": abilities, "overall": overall}
+    update: dict[str, object] = {"abilities": abilities, "overall": overall}
     if record.systems:
         fresh = system_stats(record.questions, list(record.systems),
                              [n for n, s in record.systems.items() if s.measurement_aid])
@@ -139,7 +140,7 @@ def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | No
     return path
 
 
-def _trace_lines(run_dir: Path) -> Iterator[dict[str, Any]]:
+def _trace_lines(run_dir: Path) -> Iterator[TraceLine]:
     for part in sorted(run_dir.glob("trace-*.jsonl")):
         with part.open(encoding="utf-8") as fh:
             for line in fh:

@@ -82,7 +82,7 @@ def phase_key(name: str) -> tuple[int, str]:
     return (_PHASE_ORDER.index(name) if name in _PHASE_ORDER else len(_PHASE_ORDER), name)
 
 
-def ordered_roles(models: dict[str, Any]) -> list[str]:
+def ordered_roles(models: Mapping[str, object]) -> list[str]:
     known = [r for r in ROLES if r in models]
     return known + sorted(r for r in models if r not in ROLES)
 

@@ -116,10 +116,10 @@ class ModelSide:
         embedded model included); its embeddings come from the run's embedder (`--beam-embeddings`)."""
         if self._relay is None:
             from ..llm.relay import ModelRelay
-            from ..memory.embeddings import make_embedder
+            from ..memory.embeddings import Embedder, make_embedder
 
             spec = getattr(self.settings, "embeddings", None) or "local"
-            embedders: dict[str, Any] = {}
+            embedders: dict[str, Embedder] = {}
             lock = threading.Lock()
 
             def embed(system: str, texts: Any) -> list[list[float]]:
