@@ -53,7 +53,7 @@ def test_the_readme_first_command_scores_every_lite_question_on_the_embedded_mod
     artifacts.mkdir(parents=True, exist_ok=True)
     (artifacts / "live-lite-output.txt").write_text(proc.stdout + proc.stderr)
     assert proc.returncode in (0, 1), proc.stdout[-5000:] + proc.stderr[-2000:]  # 1: a wrong answer fails
-    assert proc.stdout.count("embedded model: starting llama-server") == 1
+    assert proc.stdout.count("embedded model: starting llama.cpp's server") == 1
 
     record = json.loads(next((tmp_path / "results").glob("*/record.json")).read_text())
     assert sorted(q["id"] for q in record["questions"]) == IDS
