@@ -238,7 +238,9 @@ class EmbeddedModel:
     """The embedded model's server: :meth:`start` gives ``(base_url, model_name)``.
 
     One server for the whole session, serialising requests (one slot); the prompt cache is on
-    because an agent re-sends a growing conversation, whose shared prefix it then skips.
+    because an agent re-sends a growing conversation, whose shared prefix it then skips. ``binary``
+    serves the same model with a ``llama-server`` built from source instead of the prebuilt one
+    (``bench/embedded_model.py`` compares the two).
     """
 
     def __init__(
@@ -253,6 +255,7 @@ class EmbeddedModel:
         cache_ram_mib: int = DEFAULT_CACHE_RAM_MIB,
         startup_timeout: float = 180.0,
         extra_args: list[str] | None = None,
+        binary: Path | None = None,
     ) -> None:
         self.gguf_path = gguf_path or default_gguf_path()
         self.ctx_size = ctx_size
@@ -263,6 +266,7 @@ class EmbeddedModel:
         self.cache_ram_mib = cache_ram_mib
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
+        self.binary = binary
         self.server: LlamaServer | None = None
 
     @property
@@ -292,13 +296,14 @@ class EmbeddedModel:
         progress = progress or _quiet
         if self.running:
             return self.base_url, self.model_name
-        _require_server()  # fail with the one-line hint before any long step
+        if self.binary is None:
+            _require_server()  # fail with the one-line hint before any long step
         gguf = assemble_gguf(self.gguf_path, progress)
         server = LlamaServer(
             gguf, alias=MODEL_NAME, port=self.port, ctx_size=self.ctx_size, threads=self.threads,
             parallel=self.parallel, chat_template=None, cache_prompt=self.cache_prompt,
             cache_ram_mib=self.cache_ram_mib if self.cache_prompt else 0,
-            extra_args=["--metrics", *self.extra_args], startup_timeout=self.startup_timeout,
+            extra_args=["--metrics", *self.extra_args], startup_timeout=self.startup_timeout, binary=self.binary,
         )
         progress(f"embedded model: starting llama.cpp's server with {MODEL_TITLE} "
                  f"({self.ctx_size} tokens of context, {server.threads} thread{'s' if server.threads != 1 else ''})")
