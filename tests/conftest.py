@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 # The scripted model server (a declared test double for the model) for every test that asks for it.
 from tests.model_server import model_server, model_server_factory  # noqa: F401
 
@@ -13,3 +15,26 @@ def pytest_configure() -> None:
     # must not inherit it: CI sets --junitxml there, and a run's last lines (which tests read)
     # would then end in "generated xml file", and every subprocess would overwrite CI's XML.
     os.environ.pop("PYTEST_ADDOPTS", None)
+
+
+@pytest.fixture(scope="session")
+def neo4j_provider(tmp_path_factory: pytest.TempPathFactory):
+    """The local provider (Neo4j 5.26 from the jars .ci/neo4j-jars.sh resolves), for the session's
+    one shared server and for the tests that must start, kill or stop a server of their own."""
+    from pytest_beam.services.local import LocalNeo4jProvider
+
+    why = LocalNeo4jProvider.unavailable_reason()
+    if why:
+        pytest.skip(f"local Neo4j provider unavailable: {why}")
+    return LocalNeo4jProvider(work_dir=tmp_path_factory.mktemp("neo4j"), heap="512m")
+
+
+@pytest.fixture(scope="session")
+def shared_neo4j(neo4j_provider):
+    """ONE local Neo4j for every test that only needs a server to talk to (a JVM start costs
+    seconds): the services room's integration tests and the memory room's ingest and agent tests
+    share it, each leaving or cleaning its own data. Tests that kill or stop a server start their own."""
+    service = neo4j_provider.create("shared")
+    service.start()
+    yield service
+    service.stop()
