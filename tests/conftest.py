@@ -10,11 +10,41 @@ import pytest
 from tests.model_server import model_server, model_server_factory  # noqa: F401
 
 
-def pytest_configure() -> None:
+def pytest_configure(config: pytest.Config) -> None:
     # This session has read PYTEST_ADDOPTS already. The pytest runs the tests start as subprocesses
     # must not inherit it: CI sets --junitxml there, and a run's last lines (which tests read)
     # would then end in "generated xml file", and every subprocess would overwrite CI's XML.
     os.environ.pop("PYTEST_ADDOPTS", None)
+    config.pluginmanager.register(SlowUnmarked(), "slow-unmarked")
+
+
+# A test over this many seconds of call time should carry the slow marker (or e2e/live_model, which
+# imply it); the terminal summary names the ones that do not, so the quick suite stays quick.
+SLOW_SECONDS = 10.0
+IMPLY_SLOW = ("e2e", "live_model")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in IMPLY_SLOW) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
+
+class SlowUnmarked:
+    """Lists, after the run, the tests whose call took over SLOW_SECONDS without the slow marker."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[float, str]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.duration > SLOW_SECONDS and "slow" not in report.keywords:
+            self.found.append((report.duration, report.nodeid))
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.found:
+            terminalreporter.write_sep("-", f"over {SLOW_SECONDS:.0f} s without the slow marker (mark them slow)")
+            for seconds, nodeid in sorted(self.found, reverse=True):
+                terminalreporter.write_line(f"{seconds:7.1f}s {nodeid}")
 
 
 @pytest.fixture(scope="session")

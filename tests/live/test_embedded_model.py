@@ -29,13 +29,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def model():
-    lines: list[str] = []
-    em = EmbeddedModel()
-    em.start(progress=lines.append)
-    assert any("starting llama.cpp's server" in line for line in lines)
-    yield em
-    em.stop()
+def model(embedded_model: EmbeddedModel) -> EmbeddedModel:
+    return embedded_model  # the live tests' one server (tests/live/conftest.py)
 
 
 @pytest.fixture(scope="module")
