@@ -107,7 +107,7 @@ def stop_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
 
 
 class LlamaServer:
-    """One ``llama-server`` serving one GGUF file under the name ``alias``.
+    """One llama.cpp server serving one GGUF file under the name ``alias``.
 
     ``binary`` None runs llama.cpp's prebuilt server in a child Python process
     (:mod:`.llama_server_child`); a path runs that ``llama-server`` binary with the same flags.
