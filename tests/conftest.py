@@ -18,10 +18,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SlowUnmarked(), "slow-unmarked")
 
 
-# A test over this many seconds of call time should carry the slow marker (or e2e/live_model, which
+# A test over this many seconds of call time should carry the slow marker (or e2e, live_model or docker, which
 # imply it); the terminal summary names the ones that do not, so the quick suite stays quick.
 SLOW_SECONDS = 10.0
-IMPLY_SLOW = ("e2e", "live_model")
+IMPLY_SLOW = ("e2e", "live_model", "docker")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
