@@ -32,7 +32,7 @@ class EmbeddedDefaults(TypedDict):
 
 
 # The embedded server has one slot and makes ~20 tokens/s on 2 cores: one request at a time,
-# long timeouts, and JSON actions (its native tool calls do not parse on llama-server). It
+# long timeouts, and JSON actions (its native tool calls do not parse on llama.cpp's server). It
 # costs nothing, so the lite set's default spend caps (a guard on money) do not apply to it.
 EMBEDDED_DEFAULTS: EmbeddedDefaults = {"concurrency": 1, "timeout": 900.0, "agent_timeout": 1800.0,
                                        "tool_mode": "json", "max_calls": None, "max_tokens": None}
