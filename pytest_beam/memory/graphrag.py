@@ -96,7 +96,8 @@ class GraphRAGSystem(MemorySystem):
 
     @classmethod
     def estimate(cls, bench_set: BenchmarkSet, questions: list[ProbingQuestion], settings: Settings) -> Estimate:
-        """Its extraction, resolution and agent calls, counted from the real chunks and prompts (estimate.py)."""
-        from .estimate import estimate_graphrag
+        """Its extraction, resolution and agent calls, counted from the real chunks and prompts
+        (graphrag_estimate.py)."""
+        from .graphrag_estimate import estimate_graphrag
 
         return estimate_graphrag(bench_set, questions, settings)

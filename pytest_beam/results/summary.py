@@ -191,7 +191,7 @@ def render_summary(record: RunRecord) -> list[str]:
         out += [f"  {qid}" for qid in record.snapshot_changes]
 
     if record.judge_check is not None:
-        from .judge_check_text import render_judge_check
+        from .calibration_table import render_judge_check
 
         out.append("")
         out += render_judge_check(record.judge_check)

@@ -1,4 +1,4 @@
-"""The fixtures every question uses: the session, a conversation's system, the outcome.
+"""The fixtures every question uses: the session, a conversation's system, the question's record.
 
 Registered as a plugin per config (see `hooks.BeamSessionPlugin`); each fixture reaches the
 config's BeamSession through `request.config`, never through module state, and its parts
@@ -9,13 +9,16 @@ scores.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ..data.records import ProbingQuestion
 from .conversations import ConversationRun
-from .question_step import Outcome
 from .state import BeamSession, get_session
+
+if TYPE_CHECKING:
+    from ..results.question_record import QuestionRecord
 
 
 @pytest.fixture(scope="session")
@@ -37,12 +40,12 @@ def beam_conversation(request: pytest.FixtureRequest, beam_session: BeamSession)
 
 
 @pytest.fixture
-def beam_outcome(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_session: BeamSession,
-                 request: pytest.FixtureRequest) -> Outcome:
+def beam_record(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_session: BeamSession,
+                request: pytest.FixtureRequest) -> QuestionRecord:
     """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score. An answer
     whose judging failed still goes on the item (so into the record), unscored."""
-    from .outcome import record_unjudged
+    from .verdict import record_unjudged
 
     return beam_session.questions.answer_and_score(
         beam_question, beam_conversation,
-        unjudged_answer=lambda outcome: record_unjudged(outcome, request.node.user_properties))
+        unjudged_answer=lambda result: record_unjudged(result, request.node.user_properties))

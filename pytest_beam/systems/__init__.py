@@ -1,4 +1,4 @@
-"""The memory systems a run can compare, by name: the built-in one, baselines and a ceiling.
+"""The memory systems a run can compare, made by name from the registry (``pytest_beam.system_registry``).
 
     from pytest_beam.systems import make_system, system_names
     system = make_system("bm25", context)   # a MemorySystem whose .name is "bm25"
@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
+
+from ..system_registry import MEASUREMENT_AIDS, OUTSIDE_SYSTEMS, SYSTEMS, SystemEntry
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
@@ -36,31 +38,6 @@ class SystemClass(Protocol):
                  settings: Settings) -> Estimate | None: ...
 
 
-# name -> (module, class); the modules are imported on first use
-_ENTRIES: dict[str, tuple[str, str]] = {
-    "graphrag": ("pytest_beam.memory.graphrag", "GraphRAGSystem"),
-    "long-context": ("pytest_beam.systems.long_context", "LongContextSystem"),
-    "bm25": ("pytest_beam.systems.bm25", "BM25System"),
-    "dense": ("pytest_beam.systems.dense", "DenseSystem"),
-    "gold-evidence": ("pytest_beam.systems.gold_evidence", "GoldEvidenceCeiling"),
-    # outside systems, each an extra: their libraries call models through the harness's relay
-    "mem0": ("pytest_beam.systems.mem0_system", "Mem0System"),
-    "graphiti": ("pytest_beam.systems.graphiti_system", "GraphitiSystem"),
-}
-DEFAULT_SYSTEM = "graphrag"
-# Known without importing the module (the harness decides what to lend before making a system);
-# a test checks it against each class's `measurement_aid`.
-MEASUREMENT_AIDS: frozenset[str] = frozenset({"gold-evidence"})
-# Outside memory systems: name -> (the module their extra installs, the extra). `all` leaves them out
-# (each needs its extra installed); name them in --beam-system to compare them.
-OUTSIDE_SYSTEMS: dict[str, tuple[str, str]] = {"mem0": ("mem0", "mem0"), "graphiti": ("graphiti_core", "graphiti")}
-
-
-def builtin_names() -> tuple[str, ...]:
-    """The systems that ship with pytest-beam's own dependencies (what `--beam-system=all` means)."""
-    return tuple(n for n in _ENTRIES if n not in OUTSIDE_SYSTEMS)
-
-
 def missing_extra(name: str) -> str | None:
     """For an outside system whose library is not installed: the line saying how to install it."""
     if name not in OUTSIDE_SYSTEMS:
@@ -78,19 +55,19 @@ class UnknownSystem(ValueError):
 
 
 def system_names() -> tuple[str, ...]:
-    return tuple(_ENTRIES)
+    return tuple(SYSTEMS)
 
 
-def _check(name: str) -> tuple[str, str]:
+def _check(name: str) -> SystemEntry:
     try:
-        return _ENTRIES[name]
+        return SYSTEMS[name]
     except KeyError:
-        raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(_ENTRIES)}") from None
+        raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(SYSTEMS)}") from None
 
 
 def system_class(name: str) -> SystemClass:
-    module, attr = _check(name)
-    cls: SystemClass = getattr(import_module(module), attr)
+    entry = _check(name)
+    cls: SystemClass = getattr(import_module(entry.module), entry.cls)
     return cls
 
 
@@ -103,7 +80,7 @@ def estimate_of(name: str, bench_set: BenchmarkSet, questions: list[ProbingQuest
                 settings: Settings) -> Estimate | None:
     """A system's dry-run estimate of its own calls on `questions`, as its class gives it; None for a
     system that cannot say (the outside ones) and for a name the registry does not hold (a conftest's)."""
-    if name not in _ENTRIES:
+    if name not in SYSTEMS:
         return None
     return system_class(name).estimate(bench_set, questions, settings)
 
@@ -138,10 +115,10 @@ def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
                 _check(name)
             names.append(name)
     if not names:
-        raise UnknownSystem(f"no memory system named in {spec!r}; valid names: {', '.join(_ENTRIES)}")
+        raise UnknownSystem(f"no memory system named in {spec!r}; valid names: {', '.join(SYSTEMS)}")
     return names
 
 
-__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "builtin_names", "missing_extra", "Factory",
+__all__ = ["missing_extra", "Factory",
            "UnknownSystem", "estimate_of", "is_measurement_aid", "make_system", "parse_system_list", "system_class",
            "system_factory", "system_names"]

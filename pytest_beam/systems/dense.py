@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from .answer_estimate import ContextCounter, estimate_answers, newest_first_costs
 from .answering import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_TOP_K,
@@ -21,7 +22,6 @@ from .answering import (
     fit_to_budget,
     setting,
 )
-from .estimate import ContextCounter, estimate_answers, newest_first_costs
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion

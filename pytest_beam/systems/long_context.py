@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from .answer_estimate import ContextCounter, estimate_answers, newest_first_costs
 from .answering import (
     DEFAULT_CONTEXT_TOKENS,
     NO_MESSAGES,
@@ -21,7 +22,6 @@ from .answering import (
     prompt_tokens,
     setting,
 )
-from .estimate import ContextCounter, estimate_answers, newest_first_costs
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from pytest_beam.session.selection import select_systems
-from pytest_beam.systems import OUTSIDE_SYSTEMS, builtin_names, missing_extra, system_class
+from pytest_beam.session.system_choice import select_systems
+from pytest_beam.system_registry import OUTSIDE_SYSTEMS, builtin_names
+from pytest_beam.systems import missing_extra, system_class
 
 
 def test_the_issue_s_collection_lists_six_items(pytester, beam_data_dir):

@@ -52,7 +52,8 @@ def select_systems(spec: str, custom: list[str]) -> list[str]:
 
     Raises `UnknownSystem` naming the known names (registered and declared) for a name that is neither.
     """
-    from ..systems import UnknownSystem, builtin_names, parse_system_list, system_names
+    from ..system_registry import builtin_names
+    from ..systems import UnknownSystem, parse_system_list, system_names
 
     known = [*system_names(), *(c for c in custom if c not in system_names())]
     everything = [*builtin_names(), *(c for c in custom if c not in system_names())]
@@ -68,7 +69,7 @@ def select_systems(spec: str, custom: list[str]) -> list[str]:
 
 def bare_ids(systems: list[str]) -> bool:
     """The default selection alone keeps the historical bare question ids."""
-    from ..systems import DEFAULT_SYSTEM
+    from ..system_registry import DEFAULT_SYSTEM
 
     return systems == [DEFAULT_SYSTEM]
 

@@ -16,16 +16,10 @@ import pytest
 
 if TYPE_CHECKING:
     from ..llm import Meter, ModelClient
-    from ..llm.meter import Snapshot, UsageByRole
+    from ..llm.meter import Snapshot
     from ..llm.relay import ModelRelay
     from ..settings import Settings
-    from .state import RunPlan
-
-
-def usage_journal(run_dir: Path, process_name: str) -> Path:
-    """Where a process of the run journals its model calls (``llm.UsageJournal``); the controller
-    folds them all into the record's usage (``collector.RunCollector.finish``)."""
-    return run_dir / "parts" / f"{process_name}.usage.jsonl"
+    from .plan import RunPlan
 
 
 class TraceWriter:
@@ -88,22 +82,12 @@ class ModelSide:
         return self._client
 
     def _build_client(self) -> ModelClient:
-        from ..llm import (
-            Budget,
-            Cassette,
-            EndpointConfig,
-            FileBudget,
-            Meter,
-            ModelClient,
-            ResponseCache,
-            RoleModels,
-            UsageJournal,
-        )
+        from ..llm import Budget, Cassette, FileBudget, Meter, UsageJournal
+        from ..model_access import open_client
+        from .worker_parts import usage_journal
 
         s, plan = self.settings, self.plan
-        roles = s.role_models()
-        agent = roles["agent"]
-        if agent is None:  # unreachable: without a model collection skips every question
+        if s.role_models()["agent"] is None:  # unreachable: without a model collection skips every question
             raise RuntimeError("pytest-beam: no model is set (--beam-model), so there is no model client")
         budget: Budget | None = None
         if s.max_calls is not None or s.max_tokens is not None:
@@ -114,25 +98,16 @@ class ModelSide:
 
             cassette = Cassette(s.cassette_file(), mode=plan.record_mode, settings=recorded_settings(s),
                                 questions=question_set(s))
-        return ModelClient(
-            EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
-                           max_retries=s.max_retries, concurrency=s.concurrency, identity=s.endpoint_identity),
-            RoleModels(agent=agent, extraction=roles["extraction"],
-                       resolution=roles["resolution"], judge=roles["judge"]),
-            meter=Meter(journal=UsageJournal(usage_journal(plan.run_dir, plan.process_name))),
-            cache=ResponseCache(s.cache) if s.cache else None,
-            cassette=cassette,
-            budget=budget,
-            trace=self.trace,
-        )
+        journal = UsageJournal(usage_journal(plan.run_dir / "parts", plan.process_name))
+        return open_client(s, meter=Meter(journal=journal), cassette=cassette, budget=budget, trace=self.trace)
 
     @property
     def meter(self) -> Meter:
         return self.client.meter
 
-    def usage_since(self, before: Snapshot) -> UsageByRole:
+    def usage_since(self, before: Snapshot) -> Snapshot:
         """The calls made since `before` (a meter snapshot), by role, as the record keeps them."""
-        return {role: usage.to_dict() for role, usage in self.meter.since(before).items()}
+        return self.meter.since(before)
 
     @property
     def relay(self) -> ModelRelay:
@@ -141,10 +116,10 @@ class ModelSide:
         embedded model included); its embeddings come from the run's embedder (`--beam-embeddings`)."""
         if self._relay is None:
             from ..llm.relay import ModelRelay
-            from ..memory.embeddings import make_embedder
+            from ..memory.embeddings import Embedder, make_embedder
 
             spec = getattr(self.settings, "embeddings", None) or "local"
-            embedders: dict[str, Any] = {}
+            embedders: dict[str, Embedder] = {}
             lock = threading.Lock()
 
             def embed(system: str, texts: Any) -> list[list[float]]:

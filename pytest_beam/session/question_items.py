@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import suite
-from .state import BeamSession, RunPlan
+from .plan import RunPlan
+from .state import BeamSession
 
 if TYPE_CHECKING:
     from _pytest.mark.structures import ParameterSet  # what pytest.param returns; not exported
@@ -27,10 +28,10 @@ NO_MODEL_REASON = (
 def load_questions(plan: RunPlan) -> tuple[list[str], BenchmarkSet]:
     """The selected systems and the question set, at session start; a problem with either stops
     the run before any test (and before any model or Neo4j starts)."""
-    from ..data.errors import BeamDataError
+    from ..data.data_error import BeamDataError
     from ..data.sets import load_set
     from ..systems import UnknownSystem
-    from .selection import custom_names, select_systems
+    from .system_choice import custom_names, select_systems
 
     settings = plan.settings
     try:
@@ -70,7 +71,7 @@ def parametrize(session: BeamSession, metafunc: pytest.Metafunc) -> None:
 def question_params(session: BeamSession) -> list[ParameterSet]:
     """One parameter per (system, question), systems outermost in their selected order."""
     from ..data.sets import lite_spec
-    from .selection import SystemRun, bare_ids, param_id
+    from .system_choice import SystemRun, bare_ids, param_id
 
     lite_ids = set(lite_spec()["questions"])
     bare = bare_ids(session.systems)
@@ -122,7 +123,7 @@ def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
 def selected_pairs(pytest_session: pytest.Session) -> list[tuple[str, ProbingQuestion]]:
     """(system name, question) of every selected item, in item order."""
     from ..data.records import ProbingQuestion
-    from .selection import SystemRun
+    from .system_choice import SystemRun
 
     pairs: list[tuple[str, ProbingQuestion]] = []
     for item in pytest_session.items:
@@ -145,8 +146,8 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session, require
     pairs = selected_pairs(pytest_session)
     if not pairs or pytest_session.config.option.collectonly:
         return
-    from .estimate import estimate_systems, format_estimate, format_systems, over_cap, total_of
-    from .selection import bare_ids
+    from .dry_run import estimate_systems, format_estimate, format_systems, over_cap, total_of
+    from .system_choice import bare_ids
 
     settings = session.settings
     per_system = estimate_systems(session.bench_set, pairs, settings)
