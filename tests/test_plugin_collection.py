@@ -95,8 +95,8 @@ def test_a_data_path_that_is_a_file_is_called_a_file(pytester, tmp_path):
 def test_explicit_paths_leave_the_suite_out_unless_asked(pytester, data_flag):
     pytester.makeini("[pytest]\nbeam_mode = lite\n")
     pytester.makepyfile(test_mine="def test_mine(): pass")
-    _, ids = collect(pytester, "test_mine.py", data_flag.replace("--beam-data", "--beam-data"))
-    assert len(ids) == 2  # a beam flag on the command line asks for the suite
+    _, ids = collect(pytester, "test_mine.py", data_flag, "--beam")
+    assert len(ids) == 2  # --beam on the command line asks for the suite
     result = pytester.runpytest("--collect-only", "-q", "test_mine.py")
     assert not [line for line in result.outlines if line.startswith("beam::")]
 
@@ -169,11 +169,33 @@ def test_a_flag_that_only_starts_like_a_suite_flag_does_not_switch_the_suite_on(
 
 @pytest.mark.parametrize("spelling", ["joined", "spaced"])
 def test_suite_flags_switch_the_suite_on_in_both_spellings(pytester, beam_data_dir, spelling):
-    pytester.makeini("[pytest]\nbeam_mode = lite\n")
+    """With no test paths, --beam-mode or --beam-data on the command line make a benchmark run."""
     pytester.makepyfile(test_mine="def test_mine(): pass")
     flags = ["--beam-mode=lite"] if spelling == "joined" else ["--beam-mode", "lite"]
-    _, ids = collect(pytester, "test_mine.py", f"--beam-data={beam_data_dir}", *flags, "-m", "lite")
+    _, ids = collect(pytester, f"--beam-data={beam_data_dir}", *flags, "-m", "lite")
     assert len(ids) == 2
+    _, ids = collect(pytester, f"--beam-data={beam_data_dir}", "-m", "lite")
+    assert len(ids) == 2
+
+
+@pytest.mark.parametrize("flags", [["--beam-data={data}"], ["--beam-mode=lite"],
+                                   ["--beam-mode=full", "--beam-data={data}", "--beam-max-calls=5"]])
+def test_with_test_paths_only_beam_adds_the_questions(pytester, beam_data_dir, flags, monkeypatch):
+    """Issue 43 finding 7: `pytest tests --beam-data=DIR` added the two lite questions to the
+    project's own tests and, with no endpoint set, stopped the whole session with "no model endpoint
+    is set". With test paths, only --beam adds the questions (README); any other beam option just
+    configures a run that is not asked for."""
+    for name in ("BEAM_BASE_URL", "BEAM_MODEL", "OPENAI_BASE_URL", "BEAM_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("BEAM_DATA", str(beam_data_dir))  # the data is there: only the switch decides
+    pytester.makepyfile(test_mine="def test_mine(): pass")
+    args = [flag.format(data=beam_data_dir) for flag in flags]
+    result = pytester.runpytest("-p", "no:randomly", "test_mine.py", *args)
+    assert result.ret == 0, result.outlines
+    result.assert_outcomes(passed=1)
+    assert "no model endpoint" not in result.stdout.str() + result.stderr.str()
+    _, ids = collect(pytester, "test_mine.py", *args, "--beam")
+    assert ids  # --beam asks for them
 
 
 def test_the_api_key_is_read_from_the_environment_only(pytester, monkeypatch):

@@ -1,11 +1,12 @@
 """Whether this pytest run benchmarks at all, and the `RunPlan` it does it with (the session starts from it).
 
-Installing the plugin must not add tests to other projects: the suite is on with a beam flag on
-the command line, or with `beam_mode` in the ini file / BEAM_MODE and no explicit test paths.
-A benchmark run with no test paths collects the questions only: `testpaths` and the current
+Installing the plugin must not add tests to other projects. With no test paths, the suite is on
+with `--beam`, `--beam-mode` or `--beam-data` on the command line, or `beam_mode` in the ini
+file / BEAM_MODE; such a benchmark run collects the questions only: `testpaths` and the current
 folder are left out, so a project's own tests never mix into a benchmark's record or XML (this
-repo's ini has both `testpaths` and `beam_mode`). With paths, the questions join them only when
-a suite flag asks (`--beam`, `--beam-mode`, `--beam-data`).
+repo's ini has both `testpaths` and `beam_mode`). With test paths (`pytest tests`), only `--beam`
+adds the questions: every other beam option only configures a run nobody asked for (issue 43:
+`pytest tests --beam-data=DIR` added the lite questions and stopped on "no model endpoint").
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from .project import spaced_value_problem
 if TYPE_CHECKING:
     from ..llm.cassette import RecordedSettings
 
-# Flags that, given on the command line, ask for the BEAM suite.
+# Flags that, given on the command line with no test paths, ask for the BEAM suite (with test
+# paths, only `--beam` does).
 SUITE_FLAGS = ("--beam", "--beam-mode", "--beam-data")
 
 
@@ -47,13 +49,13 @@ def _explicit_beam_flag(config: pytest.Config) -> bool:
 
 
 def suite_wanted(config: pytest.Config, get_ini: Callable[[str], object]) -> bool:
-    """Opt-in: a beam flag on the command line, or beam_mode in the ini file / BEAM_MODE;
-    and with explicit test paths only when a beam flag says so."""
-    if _explicit_beam_flag(config) or config.getoption("beam_collect", False):
+    """Opt-in: `--beam` always; with no test paths also a suite flag on the command line, or
+    beam_mode in the ini file / BEAM_MODE."""
+    if config.getoption("beam_collect", False):
         return True
-    mode_configured = bool(get_ini("mode") or os.environ.get("BEAM_MODE"))
-    explicit_paths = config.args_source == pytest.Config.ArgsSource.ARGS
-    return mode_configured and not explicit_paths
+    if config.args_source == pytest.Config.ArgsSource.ARGS:  # test paths given: only --beam adds the questions
+        return False
+    return _explicit_beam_flag(config) or bool(get_ini("mode") or os.environ.get("BEAM_MODE"))
 
 
 def plan_run(config: pytest.Config) -> RunPlan | None:
