@@ -66,8 +66,9 @@ class Usage(BaseModel):
 
     @property
     def all_calls(self) -> int:
-        """Calls whether live, cached or replayed: the one count of calls the record, the terminal, the
-        page and JUnit all show (a replay makes no live call)."""
+        """Calls whether live, cached or replayed: whether a row saw any call at all. The record, the
+        terminal, the page and JUnit call ``calls`` the live ones only, and show cached and replayed
+        calls apart (a replay makes no live call)."""
         return self.calls + self.cached_calls + self.replayed_calls
 
     def __add__(self, other: Usage) -> Usage:

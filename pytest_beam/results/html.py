@@ -97,7 +97,7 @@ def _question_data(record: RunRecord) -> list[JsonObject]:
     for q in record.questions:
         d = q.model_dump(mode="json")
         d["trace"] = [normalize_step(step) for step in q.trace if isinstance(step, dict)]
-        d["calls"] = q.calls
+        d["calls"], d["cached_calls"], d["replayed_calls"] = q.calls, q.cached_calls, q.replayed_calls
         d["known_bad"] = q.known_bad
         out.append(d)
     return out

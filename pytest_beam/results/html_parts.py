@@ -17,6 +17,7 @@ from .schema import RunRecord
 from .text import (
     JUDGE_IS_AGENT_WARNING,
     USAGE_HEADERS,
+    agent_calls_text,
     fmt_delta,
     fmt_interval,
     fmt_score,
@@ -263,9 +264,8 @@ def cost_section(record: RunRecord, other: RunRecord | None = None) -> str:
     for phase, secs in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])):
         facts.append((f"wall time: {phase}", fmt_seconds(secs)))
     ran = [q for q in record.questions if q.outcome != "skipped"]
-    if ran:
-        calls = [q.agent_calls for q in ran]
-        facts.append(("agent calls per question", f"mean {sum(calls) / len(calls):.1f}, max {max(calls)}"))
+    if calls_text := agent_calls_text(ran):
+        facts.append(("agent calls per question", calls_text))
     if facts:
         parts.append(kv_table(facts))
     if other is not None:

@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from ..scoring.scores import QuestionScore
     from ..system import SystemAnswer
 
-__all__ = ["KNOWN_BAD_FLAG", "QuestionRecord", "RecordedStep", "TestOutcome", "all_calls", "expected_outcome",
-           "question_record"]
+__all__ = ["KNOWN_BAD_FLAG", "QuestionRecord", "RecordedStep", "TestOutcome", "expected_outcome", "question_record"]
 
 KNOWN_BAD_FLAG = "known_bad_rubric"
 
@@ -38,11 +37,6 @@ TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpasse
 #: wrote it, whatever another version or a system of its own wrote when a file is read back, so
 #: open by nature; readers check the keys they use (``store.normalize_step``).
 RecordedStep: TypeAlias = dict[str, Any]
-
-
-def all_calls(usage: Mapping[str, Usage]) -> int:
-    """Model calls in a usage table, whether live, cached or replayed (``Usage.all_calls``, summed)."""
-    return sum(row.all_calls for row in usage.values())
 
 
 class QuestionRecord(WithRunOnlyFields):
@@ -141,13 +135,32 @@ class QuestionRecord(WithRunOnlyFields):
 
     @property
     def calls(self) -> int:
-        """Model calls this question made, whether live, cached or replayed from a cassette."""
-        return all_calls(self.usage)
+        """Live model calls this question made: what ``calls`` means in the record, the terminal, the
+        page and JUnit alike; cached and replayed ones are counted apart (:attr:`cached_calls`,
+        :attr:`replayed_calls`)."""
+        return sum(row.calls for row in self.usage.values())
+
+    @property
+    def cached_calls(self) -> int:
+        """Calls answered from the response cache (no request sent)."""
+        return sum(row.cached_calls for row in self.usage.values())
+
+    @property
+    def replayed_calls(self) -> int:
+        """Calls answered from a cassette (no request sent)."""
+        return sum(row.replayed_calls for row in self.usage.values())
 
     @property
     def agent_calls(self) -> int:
+        """Live calls of the agent's model (a record from before usage per question: its agent steps)."""
         agent = self.usage.get("agent")
-        return self.agent_steps if agent is None else agent.all_calls
+        return agent.calls if agent is not None else (0 if self.usage else self.agent_steps)
+
+    @property
+    def agent_stored_calls(self) -> int:
+        """Agent calls answered from the cache or a cassette."""
+        agent = self.usage.get("agent")
+        return agent.cached_calls + agent.replayed_calls if agent is not None else 0
 
 
 def expected_outcome(score: float | None, known_bad: bool, pass_score: float) -> TestOutcome:

@@ -58,7 +58,9 @@ class SystemCell(RecordModel):
     interval: MeanInterval | None = None
     evidence_recall: float | None = Field(None, description="Mean over questions that have source ids")
     context_tokens: float | None = Field(None, description="Mean tokens of chat context sent per question")
-    calls: int = Field(0, description="Model calls of these questions (answer and judge), live, cached or replayed")
+    calls: int = Field(0, description="Live model calls of these questions (answer and judge)")
+    cached_calls: int = Field(0, description="Calls of these questions answered from the response cache")
+    replayed_calls: int = Field(0, description="Calls of these questions answered from a cassette")
     tokens: int = Field(0, description="Prompt + completion tokens of those calls")
     errors: int = 0
     skipped: int = 0
@@ -70,5 +72,7 @@ class SystemStats(RecordModel):
     measurement_aid: bool = Field(False, description="A ceiling that reads the question's sources: never ranked")
     abilities: dict[str, SystemCell] = Field(default_factory=dict)
     overall: SystemCell = Field(default_factory=SystemCell)
-    ingest_calls: int = 0
+    ingest_calls: int = Field(0, description="Live model calls of this system's ingests")
+    ingest_cached_calls: int = Field(0, description="Its ingests' calls answered from the response cache")
+    ingest_replayed_calls: int = Field(0, description="Its ingests' calls answered from a cassette")
     ingest_tokens: int = 0

@@ -16,6 +16,7 @@ from .schema import RunRecord
 from .text import (
     JUDGE_IS_AGENT_WARNING,
     USAGE_HEADERS,
+    agent_calls_text,
     flags_text,
     fmt_delta,
     fmt_interval,
@@ -169,11 +170,9 @@ def render_summary(record: RunRecord) -> list[str]:
         out += ["", *render_usage_by_system(record.usage_by_system, record.relay)]
 
     ran = [q for q in record.questions if q.outcome != "skipped"]
-    if ran:
-        calls = [q.agent_calls for q in ran]
+    if calls_text := agent_calls_text(ran):
         out.append("")
-        out.append(f"agent calls per question: mean {sum(calls) / len(calls):.1f}, max {max(calls)} "
-                   f"({len(calls)} questions)")
+        out.append(f"agent calls per question: {calls_text}")
         prompts = [q.usage["agent"].prompt_tokens for q in ran if "agent" in q.usage and q.usage["agent"].calls]
         if prompts:  # live calls only: a cassette or cache records what a call cost, not what it was sent
             out.append(f"agent prompt tokens per question: mean {sum(prompts) / len(prompts):,.0f}, "

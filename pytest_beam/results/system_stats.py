@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..llm.meter import Usage
 from .aggregate import interval_of
 from .stats import SystemCell, SystemStats
 
@@ -34,7 +35,9 @@ def _cell(questions: Sequence[QuestionRecord]) -> SystemCell:
     return SystemCell(
         n=len(scored), mean=_mean([float(q.score) for q in scored]),  # type: ignore[arg-type]
         interval=interval_of(questions), evidence_recall=_mean(recall), context_tokens=_mean(context),
-        calls=sum(q.calls for q in questions), tokens=sum(row.tokens for q in questions for row in q.usage.values()),
+        calls=sum(q.calls for q in questions), cached_calls=sum(q.cached_calls for q in questions),
+        replayed_calls=sum(q.replayed_calls for q in questions),
+        tokens=sum(row.tokens for q in questions for row in q.usage.values()),
         errors=sum(q.outcome == "error" for q in questions), skipped=sum(q.outcome == "skipped" for q in questions))
 
 
@@ -50,15 +53,15 @@ def system_stats(questions: Iterable[QuestionRecord], order: Sequence[str], aids
         by_ability: dict[str, list[QuestionRecord]] = {}
         for q in qs:
             by_ability.setdefault(q.ability, []).append(q)
-        calls = tokens = 0
+        ingest_usage = Usage()
         for key, info in (ingest or {}).items():
             if key.split("/", 1)[0] == name or (len(by_system) == 1 and "/" not in key):
-                for row in info.usage.values():
-                    calls += row.all_calls
-                    tokens += row.tokens
+                ingest_usage = sum(info.usage.values(), ingest_usage)
         out[name] = SystemStats(measurement_aid=name in aids,
                                 abilities={a: _cell(by_ability[a]) for a in sorted(by_ability)},
-                                overall=_cell(qs), ingest_calls=calls, ingest_tokens=tokens)
+                                overall=_cell(qs), ingest_calls=ingest_usage.calls, ingest_tokens=ingest_usage.tokens,
+                                ingest_cached_calls=ingest_usage.cached_calls,
+                                ingest_replayed_calls=ingest_usage.replayed_calls)
     return out
 
 

@@ -55,8 +55,11 @@ def render_side_by_side(systems: Mapping[str, SystemStats]) -> list[str]:
                    "lost to reader+judge = 1.0 - gold-evidence mean")
     else:
         out.append(f"add {CEILING} to --beam-system to see what retrieval loses")
-    out.append("calls and tokens: answering and judging these questions; ingest per system: "
+    out.append("calls and tokens: live, answering and judging these questions (cached and replayed calls are in "
+               "the record's cells apart); ingest per system: "
                + ", ".join(f"{n} {fmt_int(s.ingest_calls)} calls / {fmt_int(s.ingest_tokens)} tok"
+                           + (f" ({fmt_int(stored)} cached or replayed)"
+                              if (stored := s.ingest_cached_calls + s.ingest_replayed_calls) else "")
                            for n, s in systems.items()))
     return out
 

@@ -6,13 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..llm.meter import Usage
+from .question_record import QuestionRecord
 from .schema import ROLES, IngestEntry
 from .stats import MeanInterval
 
 __all__ = [
     "JUDGE_IS_AGENT_WARNING", "table", "section", "fmt_score", "fmt_delta", "fmt_int", "fmt_interval",
     "score_delta", "fmt_seconds", "graph_rows", "ordered_roles", "phase_key", "usage_rows", "USAGE_HEADERS",
-    "total_usage", "flags_text", "requests_line",
+    "total_usage", "flags_text", "requests_line", "agent_calls_text",
 ]
 
 JUDGE_IS_AGENT_WARNING = "the judge is the agent's model: scores are biased upward"
@@ -149,3 +150,16 @@ def total_usage(usage: dict[str, Usage]) -> Usage:
     for u in usage.values():
         total = total + u
     return total
+
+
+def agent_calls_text(questions: Sequence[QuestionRecord]) -> str | None:
+    """Agent calls per question (live, as ``calls`` means everywhere), and apart the ones the cache
+    or a cassette answered; None with no question."""
+    if not questions:
+        return None
+    live = [q.agent_calls for q in questions]
+    text = f"mean {sum(live) / len(live):.1f}, max {max(live)} ({len(live)} questions)"
+    stored = [q.agent_stored_calls for q in questions]
+    if any(stored):
+        text += f"; cached or replayed apart: mean {sum(stored) / len(stored):.1f}, max {max(stored)}"
+    return text

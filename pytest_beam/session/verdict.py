@@ -70,7 +70,7 @@ def _record(result: QuestionRecord, record_property: RecordProperty) -> None:
     for usage in result.usage.values():
         for key in total:
             total[key] += int(getattr(usage, key) or 0)
-    record_property("calls", result.calls)  # live, cached and replayed, as the record counts
+    record_property("calls", result.calls)  # live calls, as the record and the terminal count them
     for key, value in total.items():
         if value or key in ("prompt_tokens", "completion_tokens"):
             record_property(key, value)

@@ -13,7 +13,6 @@ import pytest
 from pytest_beam.llm import Usage
 from pytest_beam.results.comparison_text import render_comparison
 from pytest_beam.results.html import render_html
-from pytest_beam.results.question_record import all_calls
 from pytest_beam.scoring.scores import ItemScore
 from tests.results.dom import Node, parse
 from tests.results.factory import run_record
@@ -77,17 +76,17 @@ def test_a_replayed_question_shows_the_same_calls_in_its_panel_and_the_table(tmp
     replayed = {"agent": Usage(replayed_calls=2, cached_tokens=3780),
                 "judge": Usage(replayed_calls=1, cached_tokens=640)}
     record = with_question(run_record(A_ID), IE0, usage=replayed)
-    assert all_calls(replayed) == 3
     root = dom(tmp_path, render_html(record), open=IE0)
     row = next(tr for tr in root.find("table", id="qtable").find("tbody").find_all("tr") if tr.attrs["data-id"] == IE0)
-    assert row.find_all("td")[6].text == "3"
-    assert detail_value(root, "model calls") == "3"
+    assert row.find_all("td")[6].text == "0"  # live calls, as the terminal, the record and JUnit count (issue 43)
+    assert detail_value(root, "model calls") == "0"
+    assert detail_value(root, "cached/replayed calls") == "3"
     usage = root.find("aside", id="detail").find("table", cls="q-usage")
-    assert [th.text for th in usage.find_all("th")][:5] == ["role", "calls", "live", "cached", "replayed"]
+    assert [th.text for th in usage.find_all("th")][:4] == ["role", "calls", "cached", "replayed"]
     cells = {
-        tr.find("td").text: [td.text for td in tr.find_all("td")][1:5] for tr in usage.find("tbody").find_all("tr")
+        tr.find("td").text: [td.text for td in tr.find_all("td")][1:4] for tr in usage.find("tbody").find_all("tr")
     }
-    assert cells == {"agent": ["2", "0", "0", "2"], "judge": ["1", "0", "0", "1"]}
+    assert cells == {"agent": ["0", "0", "2"], "judge": ["0", "0", "1"]}
 
 
 @needs_chromium
@@ -157,9 +156,13 @@ def test_the_page_shows_intervals_and_marks_distinguishable_deltas(tmp_path):
     assert dom(tmp_path, render_html(up, a, force=True)).find("table", id="deltas") is not None
 
 
-def test_all_calls_counts_live_cached_and_replayed():
-    assert all_calls({"agent": Usage(calls=1, cached_calls=2, replayed_calls=3), "judge": Usage()}) == 6
-    assert all_calls({}) == 0
+def test_calls_are_live_calls_and_stored_ones_are_apart():
+    """Issue 43 finding 5: one meaning of `calls` everywhere, the live ones."""
+    from pytest_beam.results.question_record import QuestionRecord
+
+    q = QuestionRecord(id=IE0, usage={"agent": Usage(calls=1, cached_calls=2, replayed_calls=3), "judge": Usage()})
+    assert (q.calls, q.cached_calls, q.replayed_calls, q.agent_calls, q.agent_stored_calls) == (1, 2, 3, 1, 5)
+    assert QuestionRecord(id=IE0).calls == 0
 
 
 @pytest.fixture(autouse=True)
