@@ -120,7 +120,8 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
         mode=settings.mode, data_source=bench.source, data_revision=data_revision(bench.source), scorer=settings.scorer,
         scoring=scoring_stamp(settings.scorer, settings.judge_runs), models={"judge": check.judge_model},
         settings=settings.public_dict(), judge_check=check, usage={"judge check": usage},
-        phase_seconds={"judge check": check.seconds}, exit_status=0, label=settings.label,
+        phase_seconds={"judge check": check.seconds}, phase_wall_seconds={"judge check": check.seconds}, exit_status=0,
+        label=settings.label,
     )
     path = write_record(results_dir / record.run_id, record, [])
     return path, record

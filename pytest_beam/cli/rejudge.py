@@ -108,7 +108,7 @@ def rejudge(record_path: str | os.PathLike[str], settings: Settings, *, judge_mo
         pass_score=pass_score, questions=questions, system=old.system, label=old.label,
         rejudged_from=old.run_id,
         usage=judge.meter.snapshot(),
-        phase_seconds={"judge": time.monotonic() - t0}, exit_status=0,
+        phase_seconds=(took := {"judge": time.monotonic() - t0}), phase_wall_seconds=took, exit_status=0,
         partial=old.partial, partial_reason=old.partial_reason, systems=old.systems,
     )
     record = with_aggregates(record)  # each system's cells, too, from its own new scores (ingest cost kept)

@@ -49,10 +49,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     # several systems: the top-level means are the first selected system's, each system in `systems`
     primary = [q for q in records if not several or q.system == order[0]]
     abilities, overall = aggregate(primary)
-    phase_seconds = {"ingest": sum(i.seconds for i in ingest.values())}
-    for question in questions:
-        for phase, secs in question.phase_seconds.items():
-            phase_seconds[phase] = phase_seconds.get(phase, 0.0) + secs
+    phase_seconds, phase_wall_seconds = phase_times(questions, ingest)
     skipped_for_cap = [q.id for q in records if q.outcome == "skipped" and "spend cap" in (q.error or "")]
     conversations = {(q.system, _conversation_of(q)) for q in questions}
     finished = [info for info in ingest.values() if info.failed is None]
@@ -69,7 +66,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         scorer=settings.scorer, models=roles, judge_is_agent=roles["judge"] == roles["agent"],
         settings=settings.public_dict(), pass_score=settings.pass_score,
         questions=records, abilities=abilities, overall=overall,
-        usage=usage, phase_seconds=phase_seconds,
+        usage=usage, phase_seconds=phase_seconds, phase_wall_seconds=phase_wall_seconds,
         graph=dict(ingest),
         snapshot_changes=[(f"{q.system}-{q.id}" if several else q.id) for q in records if q.answer_changed],
         partial=bool(skipped_for_cap) or exitstatus == 2 or bool(interrupted_by) or unfinished,
@@ -85,6 +82,22 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         relay=dict(relay or {}),
         judge_check=judge_check, judge_check_error=judge_check_error,
     )
+
+
+def phase_times(questions: list[QuestionRecord],
+                ingest: Mapping[str, IngestEntry]) -> tuple[dict[str, float], dict[str, float]]:
+    """Each phase's time summed over workers (and questions answered at once), and its wall time:
+    its first start to its last end, whatever ran it (workers share the machine's clock)."""
+    summed = {"ingest": sum(i.seconds for i in ingest.values())}
+    spans: dict[str, list[tuple[float, float]]] = {"ingest": [i.span for i in ingest.values() if i.span]}
+    for question in questions:
+        for phase, secs in question.phase_seconds.items():
+            summed[phase] = summed.get(phase, 0.0) + secs
+        for phase, span in question.phase_spans.items():
+            spans.setdefault(phase, []).append(span)
+    wall = {phase: round(max(end for _, end in got) - min(start for start, _ in got), 3)
+            for phase, got in spans.items() if got}
+    return summed, wall
 
 
 def usage_by_system(questions: list[QuestionRecord], ingest: Mapping[str, IngestEntry],

@@ -16,7 +16,9 @@ from .record_files import jsonable
 from .schema import RunRecord
 from .text import (
     JUDGE_IS_AGENT_WARNING,
+    SUMMED_LABEL,
     USAGE_HEADERS,
+    WALL_LABEL,
     agent_calls_text,
     fmt_delta,
     fmt_interval,
@@ -261,8 +263,9 @@ def cost_section(record: RunRecord, other: RunRecord | None = None) -> str:
         parts.append(f'<h3>This run {e(record.run_id)}</h3>')
     parts.append(_usage_table(record, "usage"))
     facts: list[tuple[str, Any]] = []
-    for phase, secs in sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0])):
-        facts.append((f"wall time: {phase}", fmt_seconds(secs)))
+    for label, seconds in ((WALL_LABEL, record.phase_wall_seconds), (SUMMED_LABEL, record.phase_seconds)):
+        for phase, secs in sorted(seconds.items(), key=lambda kv: phase_key(kv[0])):
+            facts.append((f"{label}: {phase}", fmt_seconds(secs)))
     ran = [q for q in record.questions if q.outcome != "skipped"]
     if calls_text := agent_calls_text(ran):
         facts.append(("agent calls per question", calls_text))

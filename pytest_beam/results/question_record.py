@@ -46,7 +46,7 @@ class QuestionRecord(WithRunOnlyFields):
 
     #: Fields the run needs on its way to the record (the controller's phase times, the terminal's
     #: answer diff) that the record file does not hold.
-    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"phase_seconds", "answer_diff"})
+    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"phase_seconds", "phase_spans", "answer_diff"})
 
     id: str = Field(description='e.g. "conv17:information_extraction:0"')
     conversation_id: str = ""
@@ -85,6 +85,9 @@ class QuestionRecord(WithRunOnlyFields):
     )
     phase_seconds: dict[str, float] = Field(
         default_factory=dict, description="In the run only: agent, judge -> seconds (the record sums them)")
+    phase_spans: dict[str, tuple[float, float]] = Field(
+        default_factory=dict, description="In the run only: agent, judge -> (start, end), seconds since the epoch "
+        "(the record's wall time of a phase is its first start to its last end)")
     answer_diff: str | None = Field(default=None, description="In the run only: the answer's diff from its snapshot")
 
     @model_validator(mode="before")
@@ -174,7 +177,8 @@ def expected_outcome(score: float | None, known_bad: bool, pass_score: float) ->
 
 def question_record(question: ProbingQuestion, *, system: str | None, answer: SystemAnswer | None = None,
                     judged: QuestionScore | None = None, usage: Mapping[str, Usage] | None = None,
-                    seconds: Mapping[str, float] | None = None, pass_score: float = 0.5,
+                    seconds: Mapping[str, float] | None = None, spans: Mapping[str, tuple[float, float]] | None = None,
+                    pass_score: float = 0.5,
                     outcome: TestOutcome | None = None, error: str | None = None) -> QuestionRecord:
     """The one builder of a question's result, in the run and in ``rejudge`` alike.
 
@@ -203,6 +207,7 @@ def question_record(question: ProbingQuestion, *, system: str | None, answer: Sy
         outcome=outcome if outcome is not None else expected_outcome(score, known_bad, pass_score),
         error=error, usage=dict(usage or {}), agent_steps=answer.steps if answer is not None else 0,
         seconds=round(sum((seconds or {}).values()), 3), phase_seconds=dict(seconds or {}),
+        phase_spans=dict(spans or {}),
         scorer=judged.mode if judged is not None else None, source_message_ids=list(question.source_message_ids),
         retrieved_message_ids=sorted(answer.retrieved_message_ids) if answer is not None else [],
         context_tokens=answer.context_tokens if answer is not None else None, system=system,

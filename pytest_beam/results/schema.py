@@ -42,7 +42,7 @@ class IngestEntry(WithRunOnlyFields):
     why in ``failed``; both keep their time and, in the run, the calls they made (the record counts
     those in ``usage_by_system`` and the systems' cells)."""
 
-    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"usage"})
+    RUN_ONLY: ClassVar[frozenset[str]] = frozenset({"usage", "span"})
     OMIT_NONE: ClassVar[bool] = True  # a failed one's counts are absent, not null, as records always had them
 
     chunks: int | None = None
@@ -53,6 +53,8 @@ class IngestEntry(WithRunOnlyFields):
     notes: list[str] | None = None
     failed: str | None = Field(None, description="Why the ingest did not finish (None: it did)")
     usage: dict[str, Usage] = Field(default_factory=dict, description="In the run only: the ingest's calls by role")
+    span: tuple[float, float] | None = Field(
+        None, description="In the run only: (start, end), seconds since the epoch, for the ingest's wall time")
 
 
 class ScoringStamp(RecordModel):
@@ -100,7 +102,12 @@ class RunRecord(RecordModel):
         "meter row -> usage, ingest and questions together (relayed calls are the rows '<system> <role>')")
     relay: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Requests the model relay received per system: chat, embeddings, errors")
-    phase_seconds: dict[str, float] = Field(default_factory=dict, description="ingest, agent, judge -> seconds")
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict, description="ingest, agent, judge -> seconds summed over workers (and over questions "
+        "answered at once): the time the phase took, not how long the run waited for it")
+    phase_wall_seconds: dict[str, float] = Field(
+        default_factory=dict, description="ingest, agent, judge -> wall time: the phase's first start to its last "
+        "end over all workers (empty in a record from before it was kept)")
     graph: dict[str, IngestEntry] = Field(
         default_factory=dict, description="Each ingest (system/conversation, or the conversation alone): its graph "
         "and time, or why it failed (an older record's cache_hit, always false, is read and not shown)")

@@ -25,6 +25,7 @@ from .text import (
     graph_rows,
     ordered_roles,
     phase_key,
+    phase_time_lines,
     requests_line,
     score_delta,
     section,
@@ -160,10 +161,7 @@ def render_summary(record: RunRecord) -> list[str]:
             out += table(USAGE_HEADERS, usage_rows(record.usage), indent="  ")
             if requests := requests_line(record.usage):
                 out.append(f"  {requests}")
-        if record.phase_seconds:
-            phases = sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0]))
-            wall = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in phases)
-            out.append(f"  wall time: {wall}")
+        out += [f"  {label}: {text}" for label, text in phase_time_lines(record)]
     if record.usage_by_system:
         from .systems_text import render_usage_by_system
 

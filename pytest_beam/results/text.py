@@ -7,13 +7,13 @@ from typing import Any
 
 from ..llm.meter import Usage
 from .question_record import QuestionRecord
-from .schema import ROLES, IngestEntry
+from .schema import ROLES, IngestEntry, RunRecord
 from .stats import MeanInterval
 
 __all__ = [
     "JUDGE_IS_AGENT_WARNING", "table", "section", "fmt_score", "fmt_delta", "fmt_int", "fmt_interval",
     "score_delta", "fmt_seconds", "graph_rows", "ordered_roles", "phase_key", "usage_rows", "USAGE_HEADERS",
-    "total_usage", "flags_text", "requests_line", "agent_calls_text",
+    "total_usage", "flags_text", "requests_line", "agent_calls_text", "phase_time_lines", "WALL_LABEL", "SUMMED_LABEL",
 ]
 
 JUDGE_IS_AGENT_WARNING = "the judge is the agent's model: scores are biased upward"
@@ -163,3 +163,19 @@ def agent_calls_text(questions: Sequence[QuestionRecord]) -> str | None:
     if any(stored):
         text += f"; cached or replayed apart: mean {sum(stored) / len(stored):.1f}, max {max(stored)}"
     return text
+
+
+WALL_LABEL = "wall time"  # a phase's first start to its last end over all workers
+SUMMED_LABEL = "summed over workers"  # the phase's time added up over workers (and questions answered at once)
+
+
+def phase_time_lines(record: RunRecord) -> list[tuple[str, str]]:
+    """(label, phases) for the wall time of each phase and, apart, its time summed over workers; a
+    record from before wall times were kept has the sums only, said as such."""
+    out = []
+    for label, seconds in ((f"{WALL_LABEL} (first start to last end)", record.phase_wall_seconds),
+                           (f"time {SUMMED_LABEL}", record.phase_seconds)):
+        if seconds:
+            phases = sorted(seconds.items(), key=lambda kv: phase_key(kv[0]))
+            out.append((label, ", ".join(f"{k} {fmt_seconds(v)}" for k, v in phases)))
+    return out

@@ -35,28 +35,33 @@ class QuestionStep:
 
         before = models.meter.snapshot()
         seconds: dict[str, float] = {}
+        spans: dict[str, tuple[float, float]] = {}  # each phase's start and end on the epoch clock: its wall time
         system_name = conversation.system_name
         trace.context = {"question": question.id, "phase": "agent", "system": system_name}
         answer: SystemAnswer | None = None
         judging: float | None = None  # when the judge phase started
+        judging_epoch = 0.0
         try:
-            started = time.monotonic()
+            started, epoch = time.monotonic(), time.time()
             answer = conversation.system.answer(question.for_system())
             seconds["agent"] = time.monotonic() - started
+            spans["agent"] = (epoch, epoch + seconds["agent"])
             trace({"kind": "agent_trace", "steps": answer.trace, "answer": answer.text, "flags": answer.flags})
             if not answer.gave_no_answer:  # no answer: nothing to judge, no call paid for it
                 trace.context = {"question": question.id, "phase": "judge", "system": system_name}
-                judging = time.monotonic()
+                judging, judging_epoch = time.monotonic(), time.time()
             judged = score_answer(question, answer.text, models.client, settings.scorer, settings.judge_runs,
                                   gave_no_answer=answer.gave_no_answer)
             if judging is not None:
                 seconds["judge"] = time.monotonic() - judging
+                spans["judge"] = (judging_epoch, judging_epoch + seconds["judge"])
         except BaseException as exc:
             if answer is not None and unjudged_answer is not None:
                 if judging is not None:
                     seconds["judge"] = time.monotonic() - judging
+                    spans["judge"] = (judging_epoch, judging_epoch + seconds["judge"])
                 unjudged_answer(question_record(question, system=system_name, answer=answer,
-                                                usage=models.usage_since(before), seconds=seconds,
+                                                usage=models.usage_since(before), seconds=seconds, spans=spans,
                                                 pass_score=settings.pass_score))
             if models.spend.reached(exc):
                 pytest.skip(f"spend cap reached: {exc}")
@@ -64,4 +69,5 @@ class QuestionStep:
         finally:
             trace.context = {}
         return question_record(question, system=system_name, answer=answer, judged=judged,
-                               usage=models.usage_since(before), seconds=seconds, pass_score=settings.pass_score)
+                               usage=models.usage_since(before), seconds=seconds, spans=spans,
+                               pass_score=settings.pass_score)

@@ -99,7 +99,8 @@ class RunResults:
             self.ingest[key] = IngestEntry(
                 chunks=report.chunks, empty_extractions=report.empty_extractions,
                 entities_by_type=dict(report.entities_by_type), relations_by_type=dict(report.relations_by_type),
-                seconds=round(report.seconds, 3), usage=usage, notes=list(report.notes))
+                seconds=round(report.seconds, 3), usage=usage, notes=list(report.notes),
+                span=_ended_now(report.seconds))
             self.persist()
 
     def add_failed_ingest(self, key: str, seconds: float, usage: Snapshot, error: str) -> None:
@@ -107,7 +108,8 @@ class RunResults:
         from ..results.schema import IngestEntry
 
         with self._lock:
-            self.ingest[key] = IngestEntry(failed=error, seconds=round(seconds, 3), usage=usage)
+            self.ingest[key] = IngestEntry(failed=error, seconds=round(seconds, 3), usage=usage,
+                                           span=_ended_now(seconds))
             self.persist()
 
     def add_report(self, report: pytest.TestReport) -> None:
@@ -274,6 +276,14 @@ def add_counts(total: RelayCounts, part: RelayCounts) -> None:
         row = total.setdefault(name, {})
         for key, value in counts.items():
             row[key] = row.get(key, 0) + value
+
+
+def _ended_now(seconds: float) -> tuple[float, float]:
+    """The span of something that took ``seconds`` and ended now, in seconds since the epoch."""
+    import time
+
+    now = time.time()
+    return (now - seconds, now)
 
 
 def _result(nodeid: str, text: str) -> QuestionRecord:

@@ -48,6 +48,7 @@ def normalized(record: dict[str, Any]) -> dict[str, Any]:
 
     out = clean(record)
     out["phase_seconds"] = sorted(record.get("phase_seconds") or {})
+    out["phase_wall_seconds"] = sorted(record.get("phase_wall_seconds") or {})
     return out
 
 
