@@ -13,6 +13,7 @@ import errno
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,3 +73,66 @@ def disk_full_text(path: Path | str) -> str:
     except OSError:
         free = ""
     return f"the disk holding {path} is full (No space left on device{free})"
+
+
+class LineLog:
+    """A file of lines that one process appends to, which a full disk (or any write error) never
+    breaks: a line that cannot be written whole is cut back out of the file (never left torn, to
+    be glued to the next one), and the log keeps what it could not write, so its owner can say so
+    or carry the lines another way.
+
+    ``keep_unwritten``: keep each line that could not be written in :attr:`unwritten` and try it
+    again (first) with the next one; otherwise count it in :attr:`lost`.
+    """
+
+    def __init__(self, path: Path, *, keep_unwritten: bool) -> None:
+        self.path = path
+        self.keep_unwritten = keep_unwritten
+        self.unwritten: list[str] = []
+        self.lost = 0
+        self.error: OSError | None = None  # the last write that failed
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    def append(self, line: str) -> bool:
+        """Write one line (no newline in it); False when it could not be written now."""
+        with self._lock:
+            lines = [*self.unwritten, line] if self.keep_unwritten else [line]
+            try:
+                self._write("".join(f"{text}\n" for text in lines).encode("utf-8"))
+            except OSError as exc:
+                self.error = exc
+                if self.keep_unwritten:
+                    self.unwritten.append(line)
+                else:
+                    self.lost += 1
+                return False
+            self.unwritten = []
+            return True
+
+    def _write(self, data: bytes) -> None:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError:
+            with contextlib.suppress(OSError):  # cutting back frees space, it needs none
+                os.ftruncate(self._fd, start)
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def write_error_text(exc: OSError, path: Path | str) -> str:
+    """One phrase for a write that failed: a full disk named as such, any other error with its path."""
+    if disk_full(exc):
+        return disk_full_text(path)
+    return f"{exc.strerror or exc} ({exc.filename or path})"

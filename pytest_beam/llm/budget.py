@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypedDict
 
-from ..files import atomic_write, file_lock
+from ..files import file_lock
 from .errors import BudgetExceeded
 
 CALLS_FLAG = "--beam-max-calls"
@@ -115,10 +115,14 @@ class FileBudget(Budget):
     """A budget shared by processes (xdist workers) through a JSON counter file.
 
     Every read-modify-write holds an exclusive lock on ``<path>.lock``
-    (:func:`pytest_beam.files.file_lock`) and replaces the counter file atomically. Put the file in
-    the run directory; the controller may create it (or call :meth:`reset`) before workers start.
-    The caps are per object: give every worker the same caps.
+    (:func:`pytest_beam.files.file_lock`), so no reader sees a half-written counter. The counter is
+    rewritten in place, padded to a fixed size: once the file exists, a disk that fills during the
+    run cannot refuse the counter's writes (a new file per write would need new space, and every
+    model call would fail with the disk). Put the file in the run directory; the controller creates
+    it (:meth:`prepare`) before workers start. The caps are per object: give every worker the same caps.
     """
+
+    SIZE = 512  # bytes: the counter, padded with spaces (JSON ignores them)
 
     def __init__(self, path: str | os.PathLike[str], max_calls: int | None = None,
                  max_tokens: int | None = None) -> None:
@@ -136,6 +140,22 @@ class FileBudget(Budget):
         with self._locked_state() as state:
             state.update(_empty_state())
 
+    def prepare(self) -> None:
+        """Create the counter file at its full size (raises OSError when the disk cannot hold it)."""
+        with self._lock, file_lock(self._lock_path):
+            if not self.path.exists():
+                self._write(_empty_state())
+
+    def _write(self, state: BudgetState) -> None:
+        data = json.dumps(state, sort_keys=True).encode("utf-8")
+        if len(data) > self.SIZE:  # counts of 100 digits: never in a run
+            raise ValueError(f"the spend counter {data!r} is over {self.SIZE} bytes")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, data.ljust(self.SIZE), 0)  # the same bytes of the same blocks, every time
+        finally:
+            os.close(fd)
+
     @contextmanager
     def _locked_state(self) -> Iterator[BudgetState]:
         with self._lock, file_lock(self._lock_path):  # threads of this process, then processes
@@ -149,7 +169,7 @@ class FileBudget(Budget):
                 yield state
             finally:
                 if state != before:
-                    atomic_write(self.path, json.dumps(state, sort_keys=True))
+                    self._write(state)
 
     def __repr__(self) -> str:
         return f"FileBudget({str(self.path)!r}, max_calls={self.max_calls}, max_tokens={self.max_tokens})"

@@ -181,54 +181,59 @@ class Meter:
 class UsageJournal:
     """One process's model calls as JSON lines, appended as each request goes out and as each
     call ends, so the run's usage survives the process (Ctrl-C, SIGTERM, kill -9 of an xdist
-    worker): :func:`read_journals` folds every process's journal into the run's usage."""
+    worker): :func:`read_journals` folds every process's journal into the run's usage.
+
+    Each line is in the kernel's hands once written (a killed process loses nothing written). A
+    line the disk refuses (full) never fails the call it counts: it is kept (:attr:`unwritten`),
+    tried again before the next one, and otherwise handed over at the process's end.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        from ..files import LineLog
+
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._fh: Any = None
+        self.log = LineLog(self.path, keep_unwritten=True)
 
     def write(self, event: SentEvent | EndedEvent) -> None:
-        line = json.dumps(event, separators=(",", ":")) + "\n"
-        with self._lock:
-            if self._fh is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open, appended to
-            self._fh.write(line)
-            self._fh.flush()  # in the kernel's hands: a killed process loses nothing written
+        self.log.append(json.dumps(event, separators=(",", ":")))
+
+    @property
+    def unwritten(self) -> list[str]:
+        """The lines the disk refused so far, oldest first."""
+        return list(self.log.unwritten)
 
     def close(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+        self.log.close()
 
     def __repr__(self) -> str:
         return f"UsageJournal({str(self.path)!r})"
 
 
-def read_journals(paths: Iterable[str | os.PathLike[str]]) -> Snapshot:
+def read_journals(paths: Iterable[str | os.PathLike[str]],
+                  unwritten: Mapping[Path, list[str]] | None = None) -> Snapshot:
     """The usage per role of every call in these journals: each ended call as it was metered, and
     each call sent but never ended as ``abandoned`` (with the retries it had made). A last line
-    cut short by a killed process is skipped."""
+    cut short by a killed process is skipped. ``unwritten``: a journal's lines its process could
+    not write (a full disk) and handed over instead, read after the file's, by the file's path."""
     total: dict[str, Usage] = {}
-    for path in paths:
+    extra = {Path(p): lines for p, lines in (unwritten or {}).items()}
+    for path in sorted({Path(p) for p in paths} | set(extra)):
         ended: set[Any] = set()
         sent: dict[Any, tuple[str, int]] = {}
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(event, dict) or not isinstance(event.get("role"), str):
-                    continue
-                role, call = event["role"], event.get("call")
-                if isinstance(event.get("usage"), dict):
-                    total[role] = total.get(role, Usage()) + Usage.model_validate(event["usage"])
-                    ended.add(call)
-                elif isinstance(event.get("sent"), int):
-                    sent[call] = (role, max(event["sent"], sent.get(call, (role, 0))[1]))
+        written = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        for line in [*written, *extra.get(path, [])]:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(event, dict) or not isinstance(event.get("role"), str):
+                continue
+            role, call = event["role"], event.get("call")
+            if isinstance(event.get("usage"), dict):
+                total[role] = total.get(role, Usage()) + Usage.model_validate(event["usage"])
+                ended.add(call)
+            elif isinstance(event.get("sent"), int):
+                sent[call] = (role, max(event["sent"], sent.get(call, (role, 0))[1]))
         for call, (role, attempts) in sent.items():
             if call not in ended:
                 total[role] = total.get(role, Usage()) + Usage(abandoned=1, retries=attempts - 1)

@@ -30,7 +30,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                  questions: list[QuestionRecord], ingest: Mapping[str, IngestEntry],
                  usage: Snapshot, exitstatus: int, interrupted_by: str | None = None,
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
-                 judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None) -> RunRecord:
+                 judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None,
+                 write_faults: list[str] | None = None) -> RunRecord:
     from .aggregate import aggregate
     from .provenance import data_revision, git_info, lockfile_hash, scoring_stamp
     from .schema import RunRecord
@@ -80,7 +81,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         systems=system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {},
         usage_by_system=usage_by_system(questions, ingest, order) if several or relay else {},
         relay=dict(relay or {}),
-        judge_check=judge_check, judge_check_error=judge_check_error,
+        judge_check=judge_check, judge_check_error=judge_check_error, write_faults=list(write_faults or []),
     )
 
 
@@ -135,30 +136,45 @@ def with_aggregates(record: RunRecord) -> RunRecord:
     return record.model_copy(update=update)
 
 
-def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | None = None) -> Path:
+def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | None = None,
+              not_written: list[str] | None = None) -> Path:
     """The record and the merged trace of the run whose parts are in ``run_dir``, written into
     ``target`` (default: ``run_dir``); the per-process trace parts are removed once both are
-    written. Returns the record's path."""
+    written. Returns the record's path. What the disk refuses before the record is written
+    raises; what it refuses after (the results folder's NOTICE and pointer, the HTML page) goes
+    into ``not_written``, as does a trace line a killed process left cut short."""
     from .record_files import write_record
 
+    not_written = [] if not_written is None else not_written
     target = run_dir if target is None else target
     target.mkdir(parents=True, exist_ok=True)
-    path = write_record(target, record, _trace_lines(run_dir))
+    path = write_record(target, record, _trace_lines(run_dir, not_written), not_written)
     for part in run_dir.glob("trace-*.jsonl"):
         part.unlink()
     if html:
+        from ..files import write_error_text
         from .html import write_html
 
-        write_html(target, record)
+        try:
+            write_html(target, record)
+        except OSError as exc:
+            not_written.append(f"the HTML page in {target}: {write_error_text(exc, target)}")
     return path
 
 
-def _trace_lines(run_dir: Path) -> Iterator[TraceLine]:
+def _trace_lines(run_dir: Path, not_written: list[str]) -> Iterator[TraceLine]:
     for part in sorted(run_dir.glob("trace-*.jsonl")):
+        torn = 0
         with part.open(encoding="utf-8") as fh:
             for line in fh:
                 if line.strip():
-                    yield json.loads(line)
+                    try:
+                        yield json.loads(line)
+                    except ValueError:  # the last line of a process killed while writing it
+                        torn += 1
+        if torn:
+            not_written.append(f"{torn} trace line{'s' if torn > 1 else ''} of {part.name} cut short (its process "
+                               "was killed while writing)")
 
 
 def _conversation_of(question: QuestionRecord) -> str:

@@ -82,12 +82,14 @@ def notice_text() -> str:
 
 
 def write_record(run_dir: str | os.PathLike[str], record: RunRecord,
-                 trace_lines: Iterable[TraceLine] | None = None) -> Path:
+                 trace_lines: Iterable[TraceLine] | None = None, not_written: list[str] | None = None) -> Path:
     """Write ``record.json`` and ``trace.jsonl.gz`` into ``run_dir`` (each atomically).
 
     Also writes the results folder's ``NOTICE`` (CC BY-SA attribution) and its ``latest`` pointer
     (the parent of ``run_dir`` is the results folder). With ``trace_lines=None`` the trace file is
-    built from the questions' ``trace`` steps. Returns the path of ``record.json``.
+    built from the questions' ``trace`` steps. Returns the path of ``record.json``. With a
+    ``not_written`` list, a NOTICE or pointer the disk refuses once the record is written is said
+    there (the record stands) instead of raised.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -109,8 +111,15 @@ def write_record(run_dir: str | os.PathLike[str], record: RunRecord,
     record_path = run_dir / RECORD_FILE
     atomic_write(record_path, text, fsync=True)
 
-    atomic_write(results_dir / NOTICE_FILE, notice_text(), fsync=True)
-    atomic_write(results_dir / LATEST_FILE, run_dir.name + "\n", fsync=True)
+    for path, text in ((results_dir / NOTICE_FILE, notice_text()), (results_dir / LATEST_FILE, run_dir.name + "\n")):
+        try:
+            atomic_write(path, text, fsync=True)
+        except OSError as exc:
+            if not_written is None:
+                raise
+            from ..files import write_error_text
+
+            not_written.append(f"{path}: {write_error_text(exc, path)}")
     return record_path
 
 

@@ -115,6 +115,9 @@ class RunRecord(RecordModel):
     partial: bool = False
     partial_reason: str | None = None
     exit_status: int | None = None
+    write_faults: list[str] = Field(
+        default_factory=list, description="What the run could not write where it should (a full disk, a read-only "
+        "folder): each process's lines and files refused, kept another way or lost, and the record's own moves")
     judge_check: JudgeCheck | None = Field(
         None,
         description="The judge's calibration on BEAM's reference answers (--beam-judge-check, pytest-beam judge-check)")

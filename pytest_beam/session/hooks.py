@@ -17,6 +17,8 @@ from .plan import RunPlan
 from .progress import show_line
 from .state import SESSION_KEY, BeamSession
 
+WORKER_END_KEY = "beam_worker_end"  # in xdist's workeroutput: a worker's part, refused journal lines, faults
+
 if TYPE_CHECKING:
     from collections.abc import Generator
 
@@ -111,6 +113,13 @@ class BeamSessionPlugin:
 
             node.workerinput[WORKERINPUT_KEY] = changes
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: WorkerController, error: object | None) -> None:
+        """xdist controller: a worker is done; what it handed over at its end (none when it died)."""
+        end = getattr(node, "workeroutput", {}).get(WORKER_END_KEY)
+        if end is not None and self._session is not None:
+            self._session.results.add_worker_end(node.gateway.id, end)
+
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object | None:
         from .scheduling import make_scheduler
@@ -131,6 +140,9 @@ class BeamSessionPlugin:
                 beam.progress.stop()
             if beam.is_worker:
                 beam.results.persist()
+                workeroutput = getattr(session.config, "workeroutput", None)
+                if workeroutput is not None:  # sent to the controller after this hook (xdist's wrapper)
+                    workeroutput[WORKER_END_KEY] = beam.results.worker_end()
             else:
                 session.exitstatus = beam.results.finish(int(exitstatus))  # pytest returns this one
         finally:

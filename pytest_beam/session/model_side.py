@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from ..files import LineLog
     from ..llm import Meter, ModelClient
     from ..llm.meter import Snapshot
     from ..llm.relay import ModelRelay
@@ -23,25 +24,25 @@ if TYPE_CHECKING:
 
 
 class TraceWriter:
-    """Appends every model call and agent step to this process's part of the run's trace."""
+    """Appends every model call and agent step to this process's part of the run's trace.
+
+    A line the disk refuses (full, read-only) is counted as lost (:attr:`log`), never raised into
+    the call or the step it describes: the run says at its end how many it could not keep. The
+    folder is made on the first event, not for a run that calls nothing."""
 
     def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
+        from ..files import LineLog
+
         self.path = path
         self.secrets = secrets
         self.context: dict[str, str] = {}  # where in the run: phase, question or conversation, system
-        self._lock = threading.Lock()
-        self._ready = False  # the folder is made on the first event, not for a run that calls nothing
+        self.log = LineLog(path, keep_unwritten=False)
 
     def __call__(self, event: Mapping[str, object]) -> None:
         line = json.dumps({**self.context, **event}, default=str, sort_keys=True)
         for secret in self.secrets:
             line = line.replace(secret, "***")
-        with self._lock:
-            if not self._ready:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._ready = True
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
+        self.log.append(line)
 
 
 class SpendStop:
@@ -134,6 +135,18 @@ class ModelSide:
             self._relay = relay.start()
         return self._relay
 
+    def metered(self) -> Snapshot:
+        """This process's meter now (empty before its client is made)."""
+        return self._client.meter.snapshot() if self._client is not None else {}
+
+    def logs(self) -> dict[str, LineLog]:
+        """This process's logs of lines, by what they hold: the trace, and the journal once the client is made."""
+        logs = {"trace lines": self.trace.log}
+        journal = self._client.meter.journal if self._client is not None else None
+        if journal is not None:
+            logs["usage journal lines"] = journal.log
+        return logs
+
     def relay_counts(self) -> dict[str, dict[str, int]]:
         """Requests this process's relay received, per system; nothing if it never started."""
         return self._relay.counts() if self._relay is not None else {}
@@ -141,3 +154,4 @@ class ModelSide:
     def close(self) -> None:
         if self._relay is not None:
             self._relay.close()  # its counts stay readable (relay_counts) for the record
+        self.trace.log.close()

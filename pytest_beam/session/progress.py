@@ -24,19 +24,20 @@ class ProgressLines:
     """A progress line the user sees while a fixture runs, with or without xdist.
 
     An xdist worker appends it to the run's progress folder, which the controller prints
-    (ProgressRelay); in one process, capture is suspended around the write.
+    (ProgressRelay); a line the disk refuses is counted lost (:attr:`log`), never raised into the
+    fixture it describes. In one process, capture is suspended around the write.
     """
 
     def __init__(self, plan: RunPlan) -> None:
+        from ..files import LineLog
+
         self.plan = plan
+        self.log = LineLog(plan.run_dir / "progress" / f"{plan.worker_id}.log", keep_unwritten=False)
 
     def __call__(self, line: str) -> None:
         plan = self.plan
         if plan.worker_id is not None:
-            path = plan.run_dir / "progress" / f"{plan.worker_id}.log"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as fh:
-                fh.write(f"[{plan.worker_id}] {line}\n")
+            self.log.append(f"[{plan.worker_id}] {line}")
             return
         capture = plan.config.pluginmanager.getplugin("capturemanager")
         reporter = plan.config.pluginmanager.getplugin("terminalreporter")

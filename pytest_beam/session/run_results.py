@@ -7,7 +7,8 @@ One road for each thing the record holds:
   the controller; the report also brings pytest's verdict on it. Nothing else carries it.
 - What no report carries (each ingest, the model relay's counts) an xdist worker keeps in its part
   of the run folder (``worker_parts``), which the controller reads once at the end, a killed
-  worker's as it last wrote it.
+  worker's as it last wrote it; a worker that ends normally hands it over at its end as well, so
+  a disk that refused its writes loses nothing (``write_faults`` says what it refused).
 - Every process journals its model calls as each request goes out and as each call ends
   (``llm.UsageJournal``); the controller folds every journal, so the record's usage is what the
   endpoint was sent, calls in flight at the end included.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,12 +26,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .verdict import RESULT_PROPERTY
-from .worker_parts import RelayCounts, read_parts, write_part
+from .worker_parts import RelayCounts, WorkerEnd, WorkerPart, WriteFault, part_of, read_parts, usage_journal, write_part
 
 if TYPE_CHECKING:
     from ..data.ids import ItemId
     from ..data.records import ProbingQuestion
     from ..data.sets import BenchmarkSet
+    from ..files import LineLog
     from ..llm.meter import Snapshot
     from ..results.question_record import QuestionRecord, TestOutcome
     from ..results.schema import IngestEntry, RunRecord
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from .plan import RunPlan
 
 NO_VERDICT = "the run stopped before this question's verdict"
+JOURNAL_LINES = "usage journal lines"  # the key of the process's journal among its logs
 
 
 class ResultError(ValueError):
@@ -60,12 +63,14 @@ class ReportedItem:
 
 class RunResults:
     """Built at session start, with what it reads: the plan (run folder, process), the run's settings,
-    systems and set, when the run started, this process's relay counts and the SIGTERM handler."""
+    systems and set, when the run started, this process's relay counts, meter and line logs (the
+    journal, the trace, the progress lines, by what they hold) and the SIGTERM handler."""
 
     def __init__(self, plan: RunPlan, settings: Settings, systems: list[str], bench_set: BenchmarkSet, *,
-                 started: float, relay_counts: Callable[[], RelayCounts], terminate: TerminateAsInterrupt) -> None:
+                 started: float, relay_counts: Callable[[], RelayCounts], terminate: TerminateAsInterrupt,
+                 metered: Callable[[], Snapshot] = dict, logs: Callable[[], Mapping[str, LineLog]] = dict) -> None:
         self.plan, self.settings, self.systems, self.bench_set = plan, settings, systems, bench_set
-        self.relay_counts, self.terminate = relay_counts, terminate
+        self.relay_counts, self.terminate, self.metered, self.logs = relay_counts, terminate, metered, logs
         self.items: dict[str, ReportedItem] = {}  # by item id, in the order their first report came
         self.ingest: dict[str, IngestEntry] = {}
         self.meter: Snapshot = {}
@@ -77,6 +82,10 @@ class RunResults:
         self.write_line: str | None = None  # set by finish when the record could not go where asked
         self.judge_check: SessionJudgeCheck | None = None  # the judge's calibration, when the run made one
         self.parts = plan.run_dir / "parts"
+        self.part_failures = 0  # this worker's part writes the disk refused, and the last one's error
+        self.part_error: str | None = None
+        self.ended: dict[str, WorkerEnd] = {}  # controller: what each worker handed over at its end
+        self.faults: list[WriteFault] = []  # controller: what every process could not write, gathered by finish
         self._lock = threading.RLock()  # ingests are added from the client's threads
 
     @property
@@ -87,10 +96,46 @@ class RunResults:
     # ------------------------------------------------------------ in any process
 
     def persist(self) -> None:
-        """On an xdist worker: write this process's part (what no report carries) for the controller."""
+        """On an xdist worker: write this process's part (what no report carries) for the controller;
+        a disk that refuses it is counted (the part is handed over at the worker's end all the same)."""
         if self.plan.is_worker:
             with self._lock:
-                write_part(self.parts, self.plan.process_name, self.ingest, self.relay_counts())
+                try:
+                    write_part(self.parts, self.plan.process_name, self._part())
+                except OSError as exc:
+                    from ..files import write_error_text
+
+                    self.part_failures += 1
+                    self.part_error = write_error_text(exc, self.parts)
+
+    def _part(self) -> WorkerPart:
+        return part_of(self.ingest, self.relay_counts(), self.metered())
+
+    def own_faults(self) -> list[WriteFault]:
+        from .write_faults import faults_of
+
+        return faults_of(self.plan.process_name, self.logs(), self.part_failures, self.part_error)
+
+    def worker_end(self) -> str:
+        """On a worker, at its end: what it hands the controller through xdist (``WorkerEnd``, as JSON)."""
+        from ..results.record_base import IN_RUN
+
+        with self._lock:
+            journal = self.logs().get(JOURNAL_LINES)
+            end = WorkerEnd(part=self._part(), journal=list(journal.unwritten) if journal else [],
+                            faults=self.own_faults())
+        return end.model_dump_json(context=IN_RUN)
+
+    def add_worker_end(self, process_name: str, text: str) -> None:
+        """On the controller: a worker's end, as it handed it over."""
+        from pydantic import ValidationError
+
+        from .worker_parts import PartError
+
+        try:
+            self.ended[process_name] = WorkerEnd.model_validate_json(text)
+        except ValidationError as exc:
+            raise PartError(f"worker {process_name} handed over an end this run cannot read: {exc}") from exc
 
     def add_ingest(self, key: str, report: IngestReport, usage: Snapshot) -> None:
         from ..results.schema import IngestEntry
@@ -166,11 +211,19 @@ class RunResults:
         raise ResultError(f"a report names question {question_id}, which the run's set does not hold")
 
     def merge_parts(self) -> None:
-        """Every worker's part and every process's journal of model calls, this one's included."""
+        """Every worker's part (as it handed it over at its end, else as it last wrote it) and every
+        process's journal of model calls, this one's included, with the lines each disk refused."""
         from ..llm import read_journals
 
-        self.meter = read_journals(sorted(self.parts.glob("*.usage.jsonl")))
-        for _, part in read_parts(self.parts):
+        unwritten = {usage_journal(self.parts, name): end.journal for name, end in self.ended.items() if end.journal}
+        own = self.logs().get(JOURNAL_LINES)
+        if own is not None and own.unwritten:
+            unwritten[usage_journal(self.parts, self.plan.process_name)] = list(own.unwritten)
+        self.meter = read_journals(sorted(self.parts.glob("*.usage.jsonl")), unwritten)
+        parts = {path.stem: part for path, part in read_parts(self.parts)}
+        parts.update({name: end.part for name, end in self.ended.items()})
+        self.faults = [*self.own_faults(), *(fault for end in self.ended.values() for fault in end.faults)]
+        for _, part in sorted(parts.items()):
             for key, info in part.ingest.items():
                 if info.failed is None or key not in self.ingest:  # a finished ingest wins over a failed one
                     self.ingest[key] = info
@@ -180,7 +233,7 @@ class RunResults:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
         from ..llm import Usage, add_usage
-        from ..results.build import build_record, write_run
+        from ..results.build import build_record
 
         plan = self.plan
         self.merge_parts()
@@ -202,36 +255,46 @@ class RunResults:
             run_id=plan.run_id, started=self.started, settings=self.settings, bench_set=self.bench_set,
             questions=self.question_records(), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
             interrupted_by=self.interrupted_by, systems=self.systems, relay=self.relay,
-            judge_check=check.check if check else None, judge_check_error=check.error if check else None)
+            judge_check=check.check if check else None, judge_check_error=check.error if check else None,
+            write_faults=[fault.text() for fault in self.faults])
+        return self._write(exitstatus)
+
+    def _write(self, exitstatus: int) -> int:
+        """Write the record into the run's folder, or, when its disk refuses (full, read-only, gone),
+        under the temporary folder with the exit status that says so (INTERNAL_ERROR, in the record
+        too); :attr:`write_line` says in one line which disk, what to do, where the record went and
+        what could not be kept."""
+        from ..results.build import write_run
+        from .write_faults import fallback_folder, faults_line, moved_line, with_exit_status
+
+        run_dir, record, not_written = self.plan.run_dir, self.record, list[str]()
+        assert record is not None
         try:
-            self.record_path = write_run(plan.run_dir, self.record, html=self.settings.html)
+            self.record_path = write_run(run_dir, record, html=self.settings.html, not_written=not_written)
+            moved = None
         except OSError as exc:
-            self.record_path, self.write_line = self._write_elsewhere(exc)
             if exitstatus == pytest.ExitCode.OK:
                 exitstatus = int(pytest.ExitCode.INTERNAL_ERROR)  # the record is not where it was asked for
-            return exitstatus
-        shutil.rmtree(self.parts, ignore_errors=True)
+            fallback, again = fallback_folder(self.plan.run_id), None
+            from ..files import write_error_text
+
+            self.record = record = with_exit_status(record, exitstatus).model_copy(update={"write_faults": [
+                *record.write_faults, f"record: not written to {run_dir} ({write_error_text(exc, run_dir)}), "
+                f"written to {fallback} instead"]})
+            try:
+                self.record_path = write_run(run_dir, record, html=self.settings.html, target=fallback,
+                                             not_written=not_written)
+            except OSError as exc2:
+                self.record_path, again = None, exc2
+            moved = moved_line(run_dir, exc, self.record_path, again, fallback)
+        line = faults_line(run_dir, self.faults, moved)
+        if not_written:
+            line = (line or "pytest-beam: the record is written, but not everything beside it") + \
+                "; not written: " + "; ".join(not_written)
+        self.write_line = line
+        if moved is None:
+            shutil.rmtree(self.parts, ignore_errors=True)
         return exitstatus
-
-    def _write_elsewhere(self, exc: OSError) -> tuple[Path | None, str]:
-        """The record could not be written into the run's folder (a full disk, most often): write it
-        under the temporary folder instead, so nothing measured is lost, and say so in one line."""
-        import tempfile
-
-        from ..files import disk_full, disk_full_text
-        from ..results.build import write_run
-
-        run_dir = self.plan.run_dir
-        why = disk_full_text(run_dir) if disk_full(exc) else f"{exc.strerror or exc} ({exc.filename or run_dir})"
-        line = f"pytest-beam: the record could not be written to {run_dir}: {why}"
-        fallback = Path(tempfile.gettempdir()) / "pytest-beam-records" / self.plan.run_id
-        assert self.record is not None
-        try:
-            path = write_run(run_dir, self.record, html=self.settings.html, target=fallback)
-        except OSError as again:
-            more = disk_full_text(fallback) if disk_full(again) else f"{again.strerror or again}"
-            return None, f"{line}; nor to {fallback}: {more}. The record is lost; the run's parts stay in {run_dir}"
-        return path, f"{line}; it was written to {path} instead"
 
     def _stopped_by_cap(self) -> str | None:
         """One line when every question of the run was skipped and the spend cap skipped them; a

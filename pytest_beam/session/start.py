@@ -79,7 +79,8 @@ def _build(plan: RunPlan, settings: Settings, systems: list[str], bench_set: Ben
     say = ProgressLines(plan)
     models = ModelSide(plan, settings, say)
     results = RunResults(plan, settings, systems, bench_set, started=started, relay_counts=models.relay_counts,
-                             terminate=terminate)
+                         terminate=terminate, metered=models.metered, logs=lambda: {**models.logs(),
+                                                                                    "progress lines": say.log})
     graphs = GraphServices(plan, settings, say)
     conversations = Conversations(plan, settings, systems, bench_set, models=models, graphs=graphs,
                                   results=results, say=say)

@@ -7,6 +7,12 @@ with ``kill -9`` sends nothing at its end. So each xdist worker keeps them in it
 controller reads every part once, at the end. Model calls have their own journal per process
 (``parts/<process>.usage.jsonl``, :class:`pytest_beam.llm.UsageJournal`), appended as each
 request goes out, which the controller folds into the record's usage.
+
+The disk may refuse those writes (full, read-only). A worker that ends normally therefore also
+hands its part over at its end, through xdist (:class:`WorkerEnd`, ``workeroutput``), with the
+journal lines the disk refused and what it could not write (:class:`WriteFault`); only a killed
+worker's part is what it last wrote. Each part also keeps the worker's meter as of that write
+(``metered``): what a killed worker's journal holds beyond it was paid for by the item it was on.
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..files import atomic_write
+from ..llm.meter import Usage
 from ..results.record_base import IN_RUN
 from ..results.schema import IngestEntry
 
-__all__ = ["PartError", "WorkerPart", "read_parts", "usage_journal", "write_part"]
+__all__ = ["PartError", "WorkerEnd", "WorkerPart", "WriteFault", "read_parts", "usage_journal", "write_part"]
 
 #: The model relay's requests per system (chat, embeddings, errors), as ``llm.relay`` counts them.
 RelayCounts = dict[str, dict[str, int]]
@@ -32,12 +39,40 @@ class PartError(ValueError):
 
 
 class WorkerPart(BaseModel):
-    """One process's ingests, by run key, and its model relay's request counts."""
+    """One process's ingests, by run key, its model relay's request counts and its meter as of the write."""
 
     model_config = ConfigDict(extra="forbid")  # written and read by the same version within a run
 
     ingest: dict[str, IngestEntry] = Field(default_factory=dict)
     relay: RelayCounts = Field(default_factory=dict)
+    metered: dict[str, Usage] = Field(default_factory=dict, description="The process's meter when the part was written")
+
+
+class WriteFault(BaseModel):
+    """What one process of the run could not write where it should (a full disk, a read-only folder)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    process: str = Field(description="gw0, gw1, ... or controller")
+    what: str = Field(description='e.g. "trace lines", "usage journal lines", "writes of its part"')
+    count: int
+    kept: bool = Field(description="Handed to the controller at the process's end instead (True) or lost")
+    error: str = Field(description="The last error, a full disk named as such")
+
+    def text(self) -> str:
+        fate = "handed over at its end instead" if self.kept else "lost"
+        return f"{self.process}: {self.count} {self.what} not written ({fate}): {self.error}"
+
+
+class WorkerEnd(BaseModel):
+    """What a worker that ends normally hands the controller (xdist's ``workeroutput``): its part as
+    it is now, the journal lines its disk refused, and what it could not write."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    part: WorkerPart
+    journal: list[str] = Field(default_factory=list, description="Usage journal lines the disk refused, in order")
+    faults: list[WriteFault] = Field(default_factory=list)
 
 
 def part_path(parts: Path, process_name: str) -> Path:
@@ -50,14 +85,18 @@ def usage_journal(parts: Path, process_name: str) -> Path:
     return parts / f"{process_name}.usage.jsonl"
 
 
-def write_part(parts: Path, process_name: str, ingest: Mapping[str, IngestEntry], relay: RelayCounts) -> None:
+def write_part(parts: Path, process_name: str, part: WorkerPart) -> None:
     """This process's part, whole (an atomic write: a reader never sees half of it)."""
-    part = WorkerPart(ingest=dict(ingest), relay=relay)
     atomic_write(part_path(parts, process_name), part.model_dump_json(context=IN_RUN))
 
 
+def part_of(ingest: Mapping[str, IngestEntry], relay: RelayCounts, metered: Mapping[str, Usage]) -> WorkerPart:
+    return WorkerPart(ingest=dict(ingest), relay=relay, metered=dict(metered))
+
+
 def read_parts(parts: Path) -> list[tuple[Path, WorkerPart]]:
-    """Every worker's part, as its last write left it (a worker that died keeps what it wrote)."""
+    """Every worker's part, as its last write left it (a worker that died keeps what it wrote);
+    ``path.stem`` is the process's name."""
     out = []
     for path in sorted(parts.glob("*.json")):
         try:

@@ -1,0 +1,77 @@
+"""A run's files on a disk that refuses them (full, read-only, gone): what could not be written is
+said, never silent, and the record goes where it can.
+
+Every process notes what it could not write as it goes (its trace, progress and journal logs
+count it, :class:`~pytest_beam.files.LineLog`; its part's writes are counted by ``run_results``);
+the controller gathers them, writes the record (under the temporary folder when the run's folder
+refuses it) and says in one line which disk, what to do, where the record went and what was lost.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..files import LineLog, write_error_text
+from .worker_parts import WriteFault
+
+if TYPE_CHECKING:
+    from ..results.schema import RunRecord
+
+#: What to do about a disk that refused the run's files.
+ADVICE = "free space there, or give the run a results folder on another disk (--beam-results)"
+
+
+def faults_of(process: str, logs: Mapping[str, LineLog], part_failures: int,
+              part_error: str | None) -> list[WriteFault]:
+    """This process's faults: each log's lines it could not write, and its part's failed writes."""
+    out = []
+    for what, log in logs.items():
+        count = len(log.unwritten) if log.keep_unwritten else log.lost
+        if count and log.error is not None:
+            out.append(WriteFault(process=process, what=what, count=count, kept=log.keep_unwritten,
+                                  error=write_error_text(log.error, log.path)))
+    if part_failures and part_error:
+        out.append(WriteFault(process=process, what="writes of its part of the run", count=part_failures, kept=True,
+                              error=part_error))
+    return out
+
+
+def fallback_folder(run_id: str) -> Path:
+    """Where a record goes when the run's folder refuses it."""
+    return Path(tempfile.gettempdir()) / "pytest-beam-records" / run_id
+
+
+def moved_line(run_dir: Path, exc: OSError, written: Path | None, again: OSError | None, fallback: Path) -> str:
+    """One line for a record that could not be written into the run's folder: which disk, what to
+    do, and where the record went (or that it is lost, and what is left)."""
+    line = f"pytest-beam: the record could not be written to {run_dir}: {write_error_text(exc, run_dir)}; {ADVICE}"
+    if written is not None:
+        return f"{line}; it was written to {written} instead"
+    assert again is not None
+    return (f"{line}; nor to {fallback}: {write_error_text(again, fallback)}. The record is lost; the run's parts "
+            f"stay in {run_dir}")
+
+
+def faults_line(run_dir: Path, faults: list[WriteFault], moved: str | None) -> str | None:
+    """The one line that says what the run could not write and what became of it (None: nothing)."""
+    if not faults:
+        return moved
+    lost = [f for f in faults if not f.kept]
+    kept = [f for f in faults if f.kept]
+    parts = []
+    if lost:
+        parts.append("not kept: " + ", ".join(f"{f.count} {f.what} ({f.process})" for f in lost))
+    if kept:
+        parts.append("kept all the same: " + ", ".join(f"{f.count} {f.what} ({f.process})" for f in kept))
+    if moved is not None:
+        return f"{moved}; during the run, {'; '.join(parts)}"
+    return (f"pytest-beam: writing under {run_dir} failed during the run: {faults[-1].error}; {ADVICE}; "
+            f"{'; '.join(parts)}")
+
+
+def with_exit_status(record: RunRecord, exitstatus: int) -> RunRecord:
+    """The record with the run's final exit status (one decided after the record was built)."""
+    return record.model_copy(update={"exit_status": int(exitstatus)})
