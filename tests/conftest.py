@@ -9,6 +9,9 @@ import pytest
 # The scripted model server (a declared test double for the model) for every test that asks for it.
 from tests.model_server import model_server, model_server_factory  # noqa: F401
 
+# A small real filesystem for full-disk tests (tests/small_disk.py).
+from tests.small_disk import small_disk  # noqa: F401
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # This session has read PYTEST_ADDOPTS already. The pytest runs the tests start as subprocesses

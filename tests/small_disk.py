@@ -21,7 +21,7 @@ class SmallDisk:
     def fill(self, leave_bytes: int = 0) -> None:
         """Fill the disk, then give back ``leave_bytes`` (0: nothing at all is free)."""
         block = b"\0" * (1 << 16)
-        with open(self.filler, "ab") as fh:
+        with open(self.filler, "ab", buffering=0) as fh:  # unbuffered: a refused block is not retried at close
             try:
                 while True:
                     fh.write(block)

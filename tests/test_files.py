@@ -62,3 +62,40 @@ def test_redaction_removes_keys_and_url_credentials() -> None:
     assert url_without_credentials("local") == "local"
     assert scrub_settings({"api_key": "k", "base_url": "http://a:b@h/v1", "nested": {"password": "x"}}) == {
         "api_key": "<redacted>", "base_url": "http://h/v1", "nested": {"password": "<redacted>"}}
+
+
+def test_a_line_log_on_a_full_disk_keeps_what_it_could_not_write_and_never_tears_a_line(small_disk) -> None:
+    """Issue 43: a usage journal's line the full disk refused failed the call it counted, or left half
+    a line glued to the next one; the log cuts a refused line back out and keeps it for later."""
+    from pytest_beam.files import LineLog
+
+    disk = small_disk("1m")
+    kept = LineLog(disk.path / "parts" / "gw0.usage.jsonl", keep_unwritten=True)
+    lost = LineLog(disk.path / "trace-gw0.jsonl", keep_unwritten=False)
+    assert kept.append('{"n": 0}') and lost.append('{"n": 0}')
+    disk.fill()  # nothing at all is free
+    long = '{"n": 1, "text": "' + "x" * 20000 + '"}'  # more than the file's last block holds
+    assert not kept.append(long) and not kept.append('{"n": 2}')
+    assert not lost.append(long)
+    assert kept.unwritten == [long, '{"n": 2}'] and kept.error is not None and kept.error.errno == 28
+    assert lost.lost == 1 and lost.unwritten == []
+    assert kept.path.read_text() == '{"n": 0}\n' and lost.path.read_text() == '{"n": 0}\n'  # no torn line
+    disk.filler.unlink()  # space again: the kept lines go first, in order
+    assert kept.append('{"n": 3}') and kept.unwritten == []
+    assert kept.path.read_text().splitlines() == ['{"n": 0}', long, '{"n": 2}', '{"n": 3}']
+    kept.close()
+    lost.close()
+
+
+def test_the_spend_counter_is_written_in_place_so_a_full_disk_cannot_refuse_it(small_disk) -> None:
+    from pytest_beam.llm.budget import FileBudget
+
+    disk = small_disk("1m")
+    budget = FileBudget.in_run_dir(disk.path / "run", max_calls=5)
+    budget.prepare()
+    disk.fill()
+    for _ in range(3):
+        budget.reserve("agent")
+    budget.record(100, 10)
+    assert budget.used() == {"calls": 3, "prompt_tokens": 100, "completion_tokens": 10, "tokens": 110, "refused": 0}
+    assert FileBudget.in_run_dir(disk.path / "run", max_calls=5).used()["calls"] == 3  # another process reads it

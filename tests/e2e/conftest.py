@@ -1,1 +1,0 @@
-from tests.small_disk import small_disk  # noqa: F401
