@@ -21,8 +21,8 @@ from .base import Neo4jServiceError
 from .local_install import tail_text
 
 NO_SPACE = "No space left on device"
-DISK_HINT = ("; Neo4j keeps its store there: free space on that disk, or give the run a results folder "
-             "on another one (--beam-results; the local Neo4j homes live under it)")
+DISK_HINT = ("; Neo4j keeps its store there: free space on that disk, or point TMPDIR at a folder on another "
+             "one (the local Neo4j homes live under the temporary folder, never under --beam-results)")
 _BOLT_ENABLED = re.compile(r"Bolt enabled on \S*:(\d+)")
 _STARTED = re.compile(r"\bINFO\s+Started\.\s*$", re.MULTILINE)
 

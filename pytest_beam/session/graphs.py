@@ -4,11 +4,19 @@ The provider (docker, a local JVM, an existing server: `services.select_provider
 the first start, so a run whose systems need no graph never picks one, and nothing starts
 before a system calls `SystemContext.start_neo4j()`. The harness stops each service with its
 conversation (`conversations.py`) and every one left at the session's end.
+
+A local Neo4j's home (its store, its logs) lives under the temporary folder (TMPDIR), in a folder
+of the run's id, never under --beam-results: a store that fills the results disk would take the
+record with it, and a full results disk would stop every Neo4j (issue 43). The controller removes
+the run's folder at the end, with what a killed worker left there.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,7 +38,7 @@ class GraphServices:
         if self._provider is None:
             from ..services import select_provider
 
-            self._provider = select_provider(self.settings.neo4j, work_dir=self.plan.run_dir / "neo4j",
+            self._provider = select_provider(self.settings.neo4j, work_dir=self.homes,
                                              start_timeout_s=self.settings.neo4j_start_timeout)
             if chosen := getattr(self._provider, "selection_note", None):
                 self.say(chosen)  # auto fell back (e.g. an engine without the pinned image)
@@ -57,3 +65,15 @@ class GraphServices:
     def stop_all(self) -> None:
         for key in list(self.services):
             self.stop(key)
+
+    @property
+    def homes(self) -> Path:
+        """Where this run's local Neo4j homes live: the temporary folder, never the results disk."""
+        return Path(tempfile.gettempdir()) / "pytest-beam-neo4j" / self.plan.run_id
+
+    def remove_homes(self) -> None:
+        """On the controller once every worker is down: the run's Neo4j homes, a killed worker's included."""
+        import os
+
+        if not os.environ.get("BEAM_KEEP_NEO4J_DIRS"):
+            shutil.rmtree(self.homes, ignore_errors=True)

@@ -145,6 +145,7 @@ class BeamSessionPlugin:
                     workeroutput[WORKER_END_KEY] = beam.results.worker_end()
             else:
                 session.exitstatus = beam.results.finish(int(exitstatus))  # pytest returns this one
+                beam.graphs.remove_homes()
         finally:
             beam.endpoint.stop()
             beam.terminate.restore()

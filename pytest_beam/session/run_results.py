@@ -16,6 +16,7 @@ One road for each thing the record holds:
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 from collections.abc import Callable, Mapping
@@ -244,8 +245,10 @@ class RunResults:
         ran = any(e.outcome not in (None, "skipped") for e in self.items.values())
         if not self.ingest and not spent and not ran:
             # nothing ran (everything skipped or deselected): no record, and no folder left
-            # holding only workers' parts and progress logs
+            # holding only workers' parts and progress logs (nor the results folder the run made)
             shutil.rmtree(plan.run_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                plan.run_dir.parent.rmdir()  # only when empty: it holds no other run
             return exitstatus
         add_counts(self.relay, self.relay_counts())
         check = self.judge_check

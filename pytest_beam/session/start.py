@@ -35,6 +35,8 @@ def start_session(plan: RunPlan, reporter: pytest.TerminalReporter | None) -> Be
     if bench_set.missing_note and reporter is not None and not plan.is_worker:
         # which conversations are left out, and how to get them
         reporter.write_line(bench_set.missing_note, yellow=True)
+    if not plan.is_worker:
+        _check_room(plan)
     terminate = TerminateAsInterrupt()
     terminate.install()
     endpoint = RunEndpoint()
@@ -45,6 +47,25 @@ def start_session(plan: RunPlan, reporter: pytest.TerminalReporter | None) -> Be
         endpoint.stop()
         terminate.restore()
         raise
+
+
+def _check_room(plan: RunPlan) -> None:
+    """A results disk that cannot hold the run's files stops the run here, in one line, before any
+    model is called or any service started (a collect-only or dry run writes nothing: not checked)."""
+    settings = plan.settings
+    if settings.dry_run or plan.config.option.collectonly:
+        return
+    from .write_faults import room_problem
+
+    counter = None
+    if settings.max_calls is not None or settings.max_tokens is not None:
+        from ..llm import FileBudget
+
+        counter = FileBudget.in_run_dir(plan.run_dir, max_calls=settings.max_calls,
+                                        max_tokens=settings.max_tokens).prepare
+    problem = room_problem(plan.run_dir, counter)
+    if problem is not None:
+        raise pytest.UsageError(problem)
 
 
 def open_endpoint(endpoint: RunEndpoint, plan: RunPlan, reporter: pytest.TerminalReporter | None) -> Settings:

@@ -9,8 +9,11 @@ refuses it) and says in one line which disk, what to do, where the record went a
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +25,34 @@ if TYPE_CHECKING:
 
 #: What to do about a disk that refused the run's files.
 ADVICE = "free space there, or give the run a results folder on another disk (--beam-results)"
+#: Room the run's folder must have at the start: a lite run's files (record, trace, journals) fit in it many times.
+ROOM_AT_START = 1 << 20
+
+
+def room_problem(run_dir: Path, spend_counter: Callable[[], None] | None) -> str | None:
+    """Why the run's folder cannot hold the run's files, checked before any model is called (None:
+    it can): it is made, ``ROOM_AT_START`` bytes are written there and removed, and the spend
+    counter the workers share is created (``spend_counter``, when caps are set)."""
+    probe = run_dir / "parts" / ".room"
+    try:
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb", buffering=0) as fh:
+            left = memoryview(bytes(ROOM_AT_START))
+            while left:  # a disk short of room writes part, then refuses the rest
+                written = fh.write(left)
+                if not written:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(probe))
+                left = left[written:]
+        probe.unlink()
+        if spend_counter is not None:
+            spend_counter()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
+        why = write_error_text(exc, run_dir)
+        return (f"pytest-beam: the run's folder {run_dir} cannot hold the run's files: {why}; "
+                f"{ADVICE}; nothing was called")
+    return None
 
 
 def faults_of(process: str, logs: Mapping[str, LineLog], part_failures: int,

@@ -31,22 +31,65 @@ pytestmark = [pytest.mark.e2e]
 
 
 @pytest.mark.neo4j
-def test_neo4j_on_a_full_disk_says_the_disk_is_full(tmp_path, beam_data_dir, small_disk):
+def test_neo4j_on_a_full_disk_says_the_disk_is_full(tmp_path, beam_data_dir, small_disk, monkeypatch):
+    """Neo4j's home lives under the temporary folder (issue 43): TMPDIR on a full disk."""
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
     disk = small_disk("16m")
     disk.fill(leave_bytes=256 * 1024)
+    monkeypatch.setenv("TMPDIR", str(disk.path))
     with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
         started = time.monotonic()
-        proc = beam(tmp_path, server, beam_data_dir, f"--beam-results={disk.path / 'results'}",
-                    "--beam-neo4j-start-timeout=90", "--beam-snapshot=off")
+        proc = beam(tmp_path, server, beam_data_dir, "--beam-neo4j-start-timeout=90", "--beam-snapshot=off")
         took = time.monotonic() - started
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "2 errors" in proc.stdout, out[-4000:]
     (line,) = [ln for ln in out.splitlines() if ln.startswith("2 x ")]  # the one-line cause of both errors
-    assert re.search(r"the disk holding \S+/results/\S+ is full "
+    assert re.search(rf"the disk holding {disk.path}/pytest-beam-neo4j/\S+ is full "
                      r"\(No space left on device, [0-9.]+ MB free\)", line), line
-    assert "--beam-results" in line and "start timeout" not in out, line
+    assert "TMPDIR" in line and "never under --beam-results" in line and "start timeout" not in out, line
     assert took < 80, took  # not the start timeout (90 s)
+
+
+@pytest.mark.neo4j
+def test_neo4j_keeps_its_store_off_the_results_disk(tmp_path, beam_data_dir, small_disk):
+    """Issue 43 finding 2: Neo4j's home lived under --beam-results, so a results disk short of room
+    stopped every Neo4j (and under xdist ended in INTERNALERROR). A results disk with room for the
+    run's files but not for a Neo4j store now serves the run."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    disk = small_disk("16m")
+    disk.fill(leave_bytes=3 * 1024 * 1024)
+    with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
+        proc = beam(tmp_path, server, beam_data_dir, f"--beam-results={disk.path / 'results'}", "--beam-snapshot=off",
+                    "--beam-pass-score=0")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "2 passed" in proc.stdout, out[-4000:]
+    (record,) = (disk.path / "results").glob("*/record.json")
+    assert not list((disk.path / "results").glob("*/neo4j")) and "could not be written" not in out
+    assert [q["outcome"] for q in json.loads(record.read_text())["questions"]] == ["passed", "passed"]
+
+
+@pytest.mark.neo4j
+def test_a_results_disk_full_from_the_start_stops_the_run_before_any_call(tmp_path, beam_data_dir, small_disk):
+    """Issue 43 finding 2: with the results disk full from the start, -n 2 ended in 140 lines of
+    INTERNALERROR, "1 warning", exit 3, no summary, one testcase in JUnit. The run now stops at its
+    start, before any model is called or any service started, with one line naming the disk."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
+    disk = small_disk("16m")
+    disk.fill()
+    with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
+               "-k", "conv17 or conv4", "-n", "2", f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}",
+               "--beam-model=scripted", "--beam-cache=off", f"--beam-results={disk.path / 'results'}",
+               "--beam-max-calls=100000", "--beam-max-tokens=100000000", f"--junitxml={tmp_path / 'junit.xml'}"]
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+        assert server.request_count == 0
+    out = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out[-4000:]
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out[-4000:]
+    (line,) = [ln for ln in out.splitlines() if "cannot hold the run's files" in ln]
+    assert re.search(rf"the run's folder {disk.path}/results/\S+ cannot hold the run's files: the disk holding "
+                     r"\S+ is full \(No space left on device, 0\.0 MB free\); free space there, or give the run a "
+                     r"results folder on another disk \(--beam-results\); nothing was called", line), line
 
 
 CONFTEST = '''

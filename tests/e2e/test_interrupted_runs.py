@@ -76,8 +76,9 @@ def start(tmp_path, server, beam_data_dir, select: str, workers: int | None, *ex
            "--beam-max-calls=100000", "--beam-max-tokens=100000000", "--beam-snapshot=off", *extra]
     if workers:
         cmd += ["-n", str(workers)]
+    # the run's Neo4j homes under tmp_path (the temporary folder's), where _worker_running finds them
     return subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ), start_new_session=True)
+                            env={**os.environ, "TMPDIR": str(tmp_path)}, start_new_session=True)
 
 
 def the_record_appears(tmp_path, proc, timeout: float = 120.0) -> None:
@@ -194,7 +195,7 @@ class DropThenServe(ScriptedBeamModel):
 
 
 def _worker_running(tmp_path, label: str) -> int:
-    """The pid of the xdist worker whose Neo4j JVM serves `label` (the JVM's home is under tmp_path)."""
+    """The pid of the xdist worker whose Neo4j JVM serves `label` (its home is under tmp_path, the run's TMPDIR)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
