@@ -110,6 +110,7 @@ def rejudge(record_path: str | os.PathLike[str], settings: Settings, *, judge_mo
         usage=judge.meter.snapshot(),
         phase_seconds=(took := {"judge": time.monotonic() - t0}), phase_wall_seconds=took, exit_status=0,
         partial=old.partial, partial_reason=old.partial_reason, systems=old.systems,
+        not_run=old.not_run, selected_questions=old.selected_questions,
     )
     record = with_aggregates(record)  # each system's cells, too, from its own new scores (ingest cost kept)
     folder = Path(results_dir) if results_dir is not None else old_path.resolve().parent.parent

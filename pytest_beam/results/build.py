@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..llm.meter import Snapshot, Usage
     from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
-    from .question_record import QuestionRecord
+    from .question_record import NotRunQuestion, QuestionRecord
     from .record_files import TraceLine
     from .schema import IngestEntry, RunRecord
 
@@ -31,7 +31,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                  usage: Snapshot, exitstatus: int, interrupted_by: str | None = None,
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
                  judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None,
-                 write_faults: list[str] | None = None) -> RunRecord:
+                 write_faults: list[str] | None = None, not_run: list[NotRunQuestion] | None = None,
+                 selected_questions: int | None = None, stopped: str | None = None) -> RunRecord:
     from .aggregate import aggregate
     from .provenance import data_revision, git_info, lockfile_hash, scoring_stamp
     from .schema import RunRecord
@@ -57,6 +58,9 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     # one ingest per (system, conversation)
     unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)
     source = bench_set.source if bench_set else None
+    not_run = list(not_run or [])
+    missing = _not_run_reason(not_run, selected_questions if selected_questions is not None
+                              else len(records) + len(not_run))
     return RunRecord(
         run_id=run_id,
         started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
@@ -70,10 +74,13 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         usage=usage, phase_seconds=phase_seconds, phase_wall_seconds=phase_wall_seconds,
         graph=dict(ingest),
         snapshot_changes=[(f"{q.system}-{q.id}" if several else q.id) for q in records if q.answer_changed],
-        partial=bool(skipped_for_cap) or exitstatus == 2 or bool(interrupted_by) or unfinished,
+        not_run=not_run, selected_questions=selected_questions,
+        partial=bool(skipped_for_cap) or exitstatus == 2 or bool(interrupted_by) or unfinished or bool(not_run),
         partial_reason=("spend cap reached" if skipped_for_cap
                         else f"interrupted ({interrupted_by})" if interrupted_by
+                        else f"the run stopped: {stopped}" if stopped and (exitstatus == 2 or not_run)
                         else "interrupted" if exitstatus == 2
+                        else missing if missing
                         else "a conversation's ingest did not finish" if unfinished else None),
         exit_status=int(exitstatus),
         scoring=scoring_stamp(settings.scorer, settings.judge_runs), label=settings.label,
@@ -83,6 +90,15 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         relay=dict(relay or {}),
         judge_check=judge_check, judge_check_error=judge_check_error, write_faults=list(write_faults or []),
     )
+
+
+def _not_run_reason(not_run: list[NotRunQuestion], selected: int) -> str | None:
+    """The partial run's reason when selected questions have no result (None: every one has)."""
+    if not not_run:
+        return None
+    reasons = list(dict.fromkeys(n.reason for n in not_run))
+    more = " (and other reasons: see not_run)" if len(reasons) > 1 else ""
+    return f"{len(not_run)} of {selected} selected questions did not run: {reasons[0]}{more}"
 
 
 def phase_times(questions: list[QuestionRecord],

@@ -19,16 +19,20 @@ from pydantic import ConfigDict, Field, ValidationInfo, model_validator
 
 from ..llm.meter import Usage
 from ..scoring.scores import FLAGS, EventOrderingDetail, ItemScore, passes
-from .record_base import IN_RUN, WithRunOnlyFields
+from .record_base import IN_RUN, RecordModel, WithRunOnlyFields
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
     from ..scoring.scores import QuestionScore
     from ..system import SystemAnswer
 
-__all__ = ["KNOWN_BAD_FLAG", "QuestionRecord", "RecordedStep", "TestOutcome", "expected_outcome", "question_record"]
+__all__ = ["KNOWN_BAD_FLAG", "NotRunQuestion", "QuestionRecord", "RERUN_FLAG", "RecordedStep", "TestOutcome",
+           "expected_outcome", "question_record"]
 
 KNOWN_BAD_FLAG = "known_bad_rubric"
+#: The harness's flag on a question xdist ran again after its worker crashed on it: its usage holds
+#: the crashed attempt's paid calls too (``crashed_attempt_usage`` says which).
+RERUN_FLAG = "rerun_after_crash"
 
 #: pytest's verdict on a question's item, as the record keeps it.
 TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
@@ -89,6 +93,9 @@ class QuestionRecord(WithRunOnlyFields):
         default_factory=dict, description="In the run only: agent, judge -> (start, end), seconds since the epoch "
         "(the record's wall time of a phase is its first start to its last end)")
     answer_diff: str | None = Field(default=None, description="In the run only: the answer's diff from its snapshot")
+    crashed_attempt_usage: dict[str, Usage] = Field(
+        default_factory=dict, description="role -> usage of an attempt whose xdist worker crashed (kill -9, "
+        "out of memory) before the question was run again: paid calls, counted in `usage` too (flag rerun_after_crash)")
 
     @model_validator(mode="before")
     @classmethod
@@ -110,7 +117,7 @@ class QuestionRecord(WithRunOnlyFields):
     @property
     def answer_flags(self) -> list[str]:
         """The flags the system's answer raised (neither the scorer's nor known_bad_rubric)."""
-        return [f for f in self.flags if f not in FLAGS and f != KNOWN_BAD_FLAG]
+        return [f for f in self.flags if f not in FLAGS and f not in (KNOWN_BAD_FLAG, RERUN_FLAG)]
 
     @property
     def gave_no_answer(self) -> bool:
@@ -164,6 +171,18 @@ class QuestionRecord(WithRunOnlyFields):
         """Agent calls answered from the cache or a cassette."""
         agent = self.usage.get("agent")
         return agent.cached_calls + agent.replayed_calls if agent is not None else 0
+
+
+class NotRunQuestion(RecordModel):
+    """A selected question no report of pytest's ever reached the record for: never run, or cut off
+    before its verdict came back (a run stopped, a worker killed with no re-run), and why. The
+    record's ``questions`` and ``not_run`` together name every question the run selected."""
+
+    id: str = Field(description='e.g. "conv17:summarization:0"')
+    system: str | None = Field(default=None, description="The memory system it was selected for")
+    conversation_id: str = ""
+    ability: str = ""
+    reason: str = Field(description='e.g. "interrupted (SIGINT)", "the run stopped: stopping after 1 failures"')
 
 
 def expected_outcome(score: float | None, known_bad: bool, pass_score: float) -> TestOutcome:

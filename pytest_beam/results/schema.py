@@ -17,7 +17,7 @@ from ..llm.config import ROLES as _CHAT_ROLES
 from ..llm.meter import Usage
 from ..scoring.judge_check import JudgeCheck
 from ..scoring.profile_names import names_text
-from .question_record import QuestionRecord
+from .question_record import NotRunQuestion, QuestionRecord
 from .record_base import RecordModel, WithRunOnlyFields
 from .stats import AbilityStats, OverallStats, SystemStats
 
@@ -94,6 +94,11 @@ class RunRecord(RecordModel):
     settings: RecordedRunSettings = Field(default_factory=dict)
     pass_score: float | None = None
     questions: list[QuestionRecord] = Field(default_factory=list)
+    not_run: list[NotRunQuestion] = Field(
+        default_factory=list, description="The selected questions with no result, each with why: `questions` and "
+        "`not_run` together name every question the run selected (the run is then `partial`)")
+    selected_questions: int | None = Field(
+        None, description="Questions (items) the run selected (None: a record from before it was kept)")
     abilities: dict[str, AbilityStats] = Field(default_factory=dict)
     overall: OverallStats = Field(default_factory=OverallStats)
     usage: dict[str, Usage] = Field(default_factory=dict, description="phase/role -> usage")

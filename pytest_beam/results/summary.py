@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..llm.meter import Usage
 from .aggregate import percentile
 from .compare import changed_questions, comparison_warnings
 from .comparison_text import render_comparison
+from .question_record import RERUN_FLAG
 from .schema import RunRecord
 from .text import (
     JUDGE_IS_AGENT_WARNING,
@@ -104,6 +106,25 @@ def _header_lines(record: RunRecord) -> list[str]:
     return out
 
 
+def _gaps(record: RunRecord) -> list[str]:
+    """The selected questions that did not run, by reason, and the ones run again after a worker crashed."""
+    out = []
+    by_reason: dict[str, list[str]] = {}
+    for missing in record.not_run:
+        by_reason.setdefault(missing.reason, []).append(
+            f"{missing.system}-{missing.id}" if record.systems else missing.id)
+    for reason, ids in by_reason.items():
+        shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+        out.append(f"not run: {len(ids)} question{'s' if len(ids) > 1 else ''} ({reason}): {shown}")
+    for q in record.questions:
+        if q.crashed_attempt_usage:
+            crashed = sum(q.crashed_attempt_usage.values(), Usage())
+            out.append(f"run again after its worker crashed: {q.id} (the crashed attempt's {crashed.calls} calls, "
+                       f"{crashed.abandoned} abandoned, {crashed.tokens:,} tokens are in its usage; "
+                       f"flag {RERUN_FLAG})")
+    return out
+
+
 def render_summary(record: RunRecord) -> list[str]:
     """The run's tables: abilities, overall, models, cost and time, agent calls, graph, changes."""
     out: list[str] = [section("BEAM results")]
@@ -111,6 +132,7 @@ def render_summary(record: RunRecord) -> list[str]:
     if record.partial:
         reason = f": {record.partial_reason}" if record.partial_reason else ""
         out.append(f"WARNING: partial run{reason}; the means cover only the questions that ran")
+    out += _gaps(record)
     if record.judge_is_agent:
         out.append(f"WARNING: {JUDGE_IS_AGENT_WARNING}")
     out.append("")

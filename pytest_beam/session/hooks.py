@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import question_items
+from .item_reports import RERUN
 from .plan import RunPlan
 from .progress import show_line
 from .state import SESSION_KEY, BeamSession
@@ -33,6 +34,9 @@ class BeamSessionPlugin:
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
         self._session: BeamSession | None = None  # set once, by pytest_sessionstart
+        self._interrupt: str | None = None  # the message of the KeyboardInterrupt that ended the run
+        self._worker_errors: dict[str, object] = {}  # xdist controller: why each worker went down
+        self._deaths = 0  # xdist controller: workers that crashed (xdist replaces up to --max-worker-restart)
 
     @property
     def session(self) -> BeamSession:
@@ -62,10 +66,19 @@ class BeamSessionPlugin:
         question_items.order_items(items)
         return result
 
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         embedded = self.session.endpoint.model is not None
         question_items.check_estimate(self.session, session, require_caps=not embedded)
+        if not self.plan.is_worker:  # in one process: what the record must name, run or not
+            self.session.results.select(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: WorkerController, ids: list[str]) -> None:
+        """xdist controller: a worker's collection is the run's selection (each worker collects the same)."""
+        self.session.results.select(ids)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self._interrupt = str(excinfo.value) or None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -81,11 +94,52 @@ class BeamSessionPlugin:
             shorten(item, call, report)
         return report
 
-    @pytest.hookimpl(tryfirst=True)  # before pytest's JUnit writer reads the report
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    @pytest.hookimpl(wrapper=True)  # before pytest's JUnit writer reads the report, and after it
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
         if self._session is not None:
             self._session.results.add_report(report)
-        self._junit_classname(report)
+        if report.outcome != RERUN:
+            self._junit_classname(report)
+        result = yield
+        if report.outcome == RERUN:
+            self._junit_forget(report)
+        return result
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:  # noqa: E501
+        """A crashed worker's item that xdist runs again: "R", counted as a re-run, neither failed nor passed."""
+        if report.outcome == RERUN:
+            return RERUN, "R", ("RERUN", {"yellow": True})
+        return None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: object) -> None:
+        """xdist controller: a worker died on `crashitem`. While xdist replaces workers it runs the
+        item again, so the crash is a re-run (one testcase: the re-run's; the attempt's paid calls
+        kept on it, flagged); with no re-run to come it is an error, as every infrastructure fault."""
+        from xdist.dsession import get_default_max_worker_restart
+
+        worker = report.node.gateway.id  # xdist sets the dead worker on its report
+        limit = get_default_max_worker_restart(self.plan.config)
+        error = self._worker_errors.get(worker)
+        rerun = (error not in (None, "keyboard-interrupt") and self._interrupt is None
+                 and (limit is None or self._deaths <= limit))
+        self.session.results.crashed(report, worker, rerun=rerun)
+        if rerun:
+            report.outcome = RERUN  # type: ignore[assignment,unused-ignore]  # as xdist's hookspec shows
+        else:
+            report.when = "setup"  # an error (as the terminal, JUnit and the record count it), not a test failure
+
+    def _junit_forget(self, report: pytest.TestReport) -> None:
+        """JUnit opened a test case for a crash report xdist runs again; the re-run's is the item's only one."""
+        from _pytest.junitxml import xml_key  # no public way to drop a test case
+
+        xml = self.plan.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        for key, reporter in list(xml.node_reporters.items()):
+            if key[1] is getattr(report, "node", None) and reporter.id == report.id:
+                del xml.node_reporters[key]
+                xml.node_reporters_ordered.remove(reporter)
 
     def _junit_classname(self, report: pytest.TestReport) -> None:
         """On the process that writes the XML (the xdist controller included), a question's test
@@ -116,6 +170,10 @@ class BeamSessionPlugin:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: WorkerController, error: object | None) -> None:
         """xdist controller: a worker is done; what it handed over at its end (none when it died)."""
+        if error is not None:
+            if node.gateway.id not in self._worker_errors and error != "keyboard-interrupt":
+                self._deaths += 1
+            self._worker_errors[node.gateway.id] = error
         end = getattr(node, "workeroutput", {}).get(WORKER_END_KEY)
         if end is not None and self._session is not None:
             self._session.results.add_worker_end(node.gateway.id, end)
@@ -144,11 +202,22 @@ class BeamSessionPlugin:
                 if workeroutput is not None:  # sent to the controller after this hook (xdist's wrapper)
                     workeroutput[WORKER_END_KEY] = beam.results.worker_end()
             else:
-                session.exitstatus = beam.results.finish(int(exitstatus))  # pytest returns this one
+                session.exitstatus = beam.results.finish(int(exitstatus), self._stopped(session))  # pytest returns it
                 beam.graphs.remove_homes()
         finally:
             beam.endpoint.stop()
             beam.terminate.restore()
+
+    def _stopped(self, session: pytest.Session) -> str | None:
+        """Why pytest stopped before the end, when not for a signal: -x or --maxfail (xdist's own
+        stop comes as its Interrupted, whose message says the same)."""
+        stopped = session.shouldfail or session.shouldstop
+        if stopped:
+            return str(stopped)
+        message = self._interrupt or ""
+        if message and "keyboard-interrupt" not in message and "received" not in message:
+            return message  # xdist's "stopping after 1 failures"
+        return None
 
     def _judge_check(self, session: pytest.Session) -> None:
         """The judge's calibration on the questions that ran (``--beam-judge-check``), before the

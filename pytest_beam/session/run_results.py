@@ -19,14 +19,13 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .verdict import RESULT_PROPERTY
+from .item_reports import CrashedAttempt, ReportedItem, ResultError
 from .worker_parts import RelayCounts, WorkerEnd, WorkerPart, WriteFault, part_of, read_parts, usage_journal, write_part
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
     from ..files import LineLog
     from ..llm.meter import Snapshot
-    from ..results.question_record import QuestionRecord, TestOutcome
+    from ..results.question_record import NotRunQuestion, QuestionRecord
     from ..results.schema import IngestEntry, RunRecord
     from ..settings import Settings
     from ..system import IngestReport
@@ -43,23 +42,9 @@ if TYPE_CHECKING:
     from .interrupt import TerminateAsInterrupt
     from .plan import RunPlan
 
-NO_VERDICT = "the run stopped before this question's verdict"
+__all__ = ["JOURNAL_LINES", "ResultError", "RunResults", "add_counts"]
+
 JOURNAL_LINES = "usage journal lines"  # the key of the process's journal among its logs
-
-
-class ResultError(ValueError):
-    """A report carries a question's record this version cannot read."""
-
-
-@dataclass
-class ReportedItem:
-    """What the reports of one item said: its record (from the report that carried it) and pytest's verdict."""
-
-    question_id: str
-    system: str
-    record: QuestionRecord | None = None  # None: no report carried one (an error before the answer, a skip)
-    outcome: TestOutcome | None = None  # None: only its setup was reported
-    error: str | None = None
 
 
 class RunResults:
@@ -86,6 +71,8 @@ class RunResults:
         self.part_failures = 0  # this worker's part writes the disk refused, and the last one's error
         self.part_error: str | None = None
         self.ended: dict[str, WorkerEnd] = {}  # controller: what each worker handed over at its end
+        self.selected: list[str] = []  # controller: the selected items' nodeids, in collection order
+        self.workers_lost: dict[str, str] = {}  # controller: crashed workers xdist did not replace, their error
         self.faults: list[WriteFault] = []  # controller: what every process could not write, gathered by finish
         self._lock = threading.RLock()  # ingests are added from the client's threads
 
@@ -169,19 +156,34 @@ class RunResults:
             self.persist()  # the relay's counts as of this item
 
     def _add_report(self, item: ItemId, report: pytest.TestReport) -> None:
+        self._entry(item).add(report)
+
+    def _entry(self, item: ItemId) -> ReportedItem:
         """Keyed by the item's id: the question id, after its system's name when systems are compared."""
         entry = self.items.get(str(item))
         if entry is None:
             entry = self.items[str(item)] = ReportedItem(str(item.question), item.system or self.systems[0])
-        text = dict(report.user_properties).get(RESULT_PROPERTY)
-        if text is not None:
-            entry.record = _result(report.nodeid, str(text))
-        if report.when == "call" or report.outcome != "passed":
-            entry.outcome = _outcome(report)
-            if report.outcome != "passed" and entry.outcome in ("error", "skipped"):
-                entry.error = _short(report)
-            elif report.when == "call":  # run again after a crashed worker: the new verdict stands alone
-                entry.error = None
+        return entry
+
+    def select(self, nodeids: Iterable[str]) -> None:
+        """On the controller: the items the run selected (every worker collects the same; the first says)."""
+        if not self.selected:
+            self.selected = list(nodeids)
+
+    def crashed(self, report: pytest.TestReport, worker: str, *, rerun: bool) -> None:
+        """On the controller: a worker died on this report's item (xdist's crash report); what it paid
+        for after its last part is kept for the item's record, and whether xdist runs it again."""
+        from ..data.ids import item_id_of_nodeid
+        from .worker_parts import crashed_usage
+
+        item = item_id_of_nodeid(report.nodeid)
+        if item is None:
+            return
+        with self._lock:
+            error = str(report.longrepr)
+            self._entry(item).crashed = CrashedAttempt(worker, error, crashed_usage(self.parts, worker), rerun)
+            if not rerun:
+                self.workers_lost[worker] = error
 
     def ran(self) -> set[str]:
         """The ids of the questions that ran to a verdict (neither skipped nor errored)."""
@@ -190,20 +192,30 @@ class RunResults:
     # ------------------------------------------------------------ controller
 
     def question_records(self) -> list[QuestionRecord]:
-        """Each reported item's record with pytest's verdict; one whose report carried none (an error
-        before the answer, a skip) built from its question's data by the same builder."""
+        """Each item with a verdict, with its record (one whose report carried none, an error before
+        the answer or a skip, built from its question's data by the same builder); an item with no
+        verdict is not run (:meth:`not_run`), as the terminal and JUnit count it."""
         from ..results.question_record import question_record
+        from .item_reports import with_crashed_attempt
 
         out = []
         for entry in self.items.values():
-            outcome = entry.outcome or "error"
-            error = entry.error if entry.outcome is not None else NO_VERDICT
-            if entry.record is not None:
-                out.append(entry.record.with_verdict(outcome, error))
-            else:
-                out.append(question_record(self._question(entry.question_id), system=entry.system,
-                                           outcome=outcome, error=error))
+            if entry.outcome is None:
+                continue
+            record = entry.record or question_record(self._question(entry.question_id), system=entry.system)
+            if entry.crashed is not None:
+                record = with_crashed_attempt(record, entry.crashed)
+            out.append(record.with_verdict(entry.outcome, entry.error))
         return out
+
+    def not_run(self, exitstatus: int, stopped: str | None) -> list[NotRunQuestion]:
+        """The selected items with no verdict, each with why (``not_run.py``)."""
+        from .not_run import not_run, stop_reason
+
+        reason = stop_reason(interrupted_by=self.interrupted_by, exitstatus=exitstatus, stopped=stopped,
+                             workers_lost=self.workers_lost)
+        selected = self.selected or [f"beam::test_question[{key}]" for key in self.items]
+        return not_run(selected, self.items, self.bench_set, self.systems, reason)
 
     def _question(self, question_id: str) -> ProbingQuestion:
         for question in self.bench_set.questions:
@@ -230,9 +242,10 @@ class RunResults:
                     self.ingest[key] = info
             add_counts(self.relay, part.relay)
 
-    def finish(self, exitstatus: int) -> int:
+    def finish(self, exitstatus: int, stopped: str | None = None) -> int:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
-        stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
+        stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why).
+        ``stopped``: why pytest stopped before the end (-x, --maxfail), when it did."""
         from ..llm import Usage, add_usage
         from ..results.build import build_record
 
@@ -259,45 +272,21 @@ class RunResults:
             questions=self.question_records(), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
             interrupted_by=self.interrupted_by, systems=self.systems, relay=self.relay,
             judge_check=check.check if check else None, judge_check_error=check.error if check else None,
-            write_faults=[fault.text() for fault in self.faults])
+            write_faults=[fault.text() for fault in self.faults], not_run=self.not_run(exitstatus, stopped),
+            selected_questions=len(self.selected) or None, stopped=stopped)
         return self._write(exitstatus)
 
     def _write(self, exitstatus: int) -> int:
-        """Write the record into the run's folder, or, when its disk refuses (full, read-only, gone),
-        under the temporary folder with the exit status that says so (INTERNAL_ERROR, in the record
-        too); :attr:`write_line` says in one line which disk, what to do, where the record went and
-        what could not be kept."""
-        from ..results.build import write_run
-        from .write_faults import fallback_folder, faults_line, moved_line, with_exit_status
+        """Write the record where it can go (``write_faults.write_where_possible``); the exit status."""
+        from .write_faults import write_where_possible
 
-        run_dir, record, not_written = self.plan.run_dir, self.record, list[str]()
-        assert record is not None
-        try:
-            self.record_path = write_run(run_dir, record, html=self.settings.html, not_written=not_written)
-            moved = None
-        except OSError as exc:
-            if exitstatus == pytest.ExitCode.OK:
-                exitstatus = int(pytest.ExitCode.INTERNAL_ERROR)  # the record is not where it was asked for
-            fallback, again = fallback_folder(self.plan.run_id), None
-            from ..files import write_error_text
-
-            self.record = record = with_exit_status(record, exitstatus).model_copy(update={"write_faults": [
-                *record.write_faults, f"record: not written to {run_dir} ({write_error_text(exc, run_dir)}), "
-                f"written to {fallback} instead"]})
-            try:
-                self.record_path = write_run(run_dir, record, html=self.settings.html, target=fallback,
-                                             not_written=not_written)
-            except OSError as exc2:
-                self.record_path, again = None, exc2
-            moved = moved_line(run_dir, exc, self.record_path, again, fallback)
-        line = faults_line(run_dir, self.faults, moved)
-        if not_written:
-            line = (line or "pytest-beam: the record is written, but not everything beside it") + \
-                "; not written: " + "; ".join(not_written)
-        self.write_line = line
-        if moved is None:
+        assert self.record is not None
+        written = write_where_possible(self.plan.run_dir, self.plan.run_id, self.record, exitstatus,
+                                       html=self.settings.html, faults=self.faults)
+        self.record, self.record_path, self.write_line = written.record, written.path, written.line
+        if written.in_place:
             shutil.rmtree(self.parts, ignore_errors=True)
-        return exitstatus
+        return written.exitstatus
 
     def _stopped_by_cap(self) -> str | None:
         """One line when every question of the run was skipped and the spend cap skipped them; a
@@ -350,33 +339,3 @@ def _ended_now(seconds: float) -> tuple[float, float]:
 
     now = time.time()
     return (now - seconds, now)
-
-
-def _result(nodeid: str, text: str) -> QuestionRecord:
-    """A report's ``beam_result``: the question's record as the test built it."""
-    from pydantic import ValidationError
-
-    from ..results.question_record import QuestionRecord
-
-    try:
-        return QuestionRecord.model_validate_json(text)
-    except ValidationError as exc:
-        raise ResultError(f"{nodeid}: its beam_result is no question record: {exc}") from exc
-
-
-def _outcome(report: pytest.TestReport) -> TestOutcome:
-    if hasattr(report, "wasxfail"):
-        return "xfailed" if report.skipped else "xpassed"
-    if report.when != "call" and report.failed:
-        return "error"
-    return report.outcome
-
-
-def _short(report: pytest.TestReport) -> str:
-    if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2])
-    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
-    if crash is not None and crash.message:
-        return str(crash.message)[:500]  # "Neo4jServiceDown: the Neo4j service of conv1 ..."
-    text = getattr(report, "longreprtext", "") or ""
-    return text.strip().splitlines()[-1][:500] if text.strip() else report.outcome

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..llm.meter import Usage
 from ..scoring.scores import passes
 
 if TYPE_CHECKING:
@@ -53,6 +54,21 @@ def check_outcome(result: QuestionRecord, settings: Settings, config: pytest.Con
         pytest.fail("\n".join(lines), pytrace=False)
 
 
+def properties_of(result: QuestionRecord) -> list[tuple[str, object]]:
+    """The user properties a question's record gives its item (JUnit XML writes them)."""
+    out: list[tuple[str, object]] = []
+    _record(result, lambda name, value: out.append((name, value)))
+    return out
+
+
+def amended_properties(properties: list[tuple[str, object]], result: QuestionRecord) -> list[tuple[str, object]]:
+    """An item's properties with those a question's record gives replaced by ``result``'s (on the
+    controller, for a record the run amended: a crashed attempt's calls added); others kept."""
+    ours = {name for name, _ in properties_of(result)} | _PROPERTY_NAMES
+    kept = [(name, value) for name, value in properties if name not in ours and not name.startswith("item_")]
+    return kept + properties_of(result)
+
+
 def _record(result: QuestionRecord, record_property: RecordProperty) -> None:
     """Metrics as user properties: JUnit XML carries them; the record itself, as JSON, rides along
     to the controller (xdist copies user properties there)."""
@@ -74,8 +90,22 @@ def _record(result: QuestionRecord, record_property: RecordProperty) -> None:
     for key, value in total.items():
         if value or key in ("prompt_tokens", "completion_tokens"):
             record_property(key, value)
+    if result.crashed_attempt_usage:  # paid by an attempt a crashed worker cut short, in the figures above too
+        crashed = sum(result.crashed_attempt_usage.values(), Usage())
+        record_property("crashed_attempt_calls", crashed.calls)
+        record_property("crashed_attempt_abandoned", crashed.abandoned)
+        record_property("crashed_attempt_prompt_tokens", crashed.prompt_tokens)
+        record_property("crashed_attempt_completion_tokens", crashed.completion_tokens)
     record_property("agent_steps", result.agent_steps)
     record_property(RESULT_PROPERTY, result.run_json())
+
+
+#: Every property name ``_record`` may give (besides ``item_N``).
+_PROPERTY_NAMES = frozenset({
+    "score", "score_excluding_known_bad", "event_f1", "event_tau_norm", "evidence_recall", "flags", "calls",
+    "prompt_tokens", "completion_tokens", "cached_calls", "replayed_calls", "cached_tokens", "crashed_attempt_calls",
+    "crashed_attempt_abandoned", "crashed_attempt_prompt_tokens", "crashed_attempt_completion_tokens", "agent_steps",
+    RESULT_PROPERTY})
 
 
 def _snapshot(result: QuestionRecord, config: pytest.Config, snapshot: SnapshotAssertion,

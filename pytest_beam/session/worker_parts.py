@@ -104,3 +104,23 @@ def read_parts(parts: Path) -> list[tuple[Path, WorkerPart]]:
         except (ValidationError, ValueError) as exc:
             raise PartError(f"the worker's part {path} is not one this run can read: {exc}") from exc
     return out
+
+
+def crashed_usage(parts: Path, process_name: str) -> dict[str, Usage]:
+    """What a killed worker paid for after its last part was written: its journal's usage beyond the
+    meter that part kept (the item it was on; calls in flight count as abandoned), by role."""
+    from ..llm.meter import read_journals
+
+    journal = read_journals([usage_journal(parts, process_name)])
+    metered: dict[str, Usage] = {}
+    path = part_path(parts, process_name)
+    if path.exists():
+        metered = WorkerPart.model_validate_json(path.read_text(encoding="utf-8")).metered
+    out = {}
+    for role, usage in journal.items():
+        beyond = usage - metered.get(role, Usage())
+        # a call metered an instant before its journal line: never a negative count
+        beyond = Usage(**{name: max(value, 0) for name, value in beyond.model_dump().items()})
+        if not beyond.is_zero():
+            out[role] = beyond
+    return out

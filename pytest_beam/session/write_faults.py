@@ -14,6 +14,7 @@ import errno
 import os
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,6 +104,43 @@ def faults_line(run_dir: Path, faults: list[WriteFault], moved: str | None) -> s
             f"{'; '.join(parts)}")
 
 
-def with_exit_status(record: RunRecord, exitstatus: int) -> RunRecord:
-    """The record with the run's final exit status (one decided after the record was built)."""
-    return record.model_copy(update={"exit_status": int(exitstatus)})
+@dataclass(frozen=True)
+class Written:
+    """Where a run's record went, with the exit status that says so and the one line about it."""
+
+    record: RunRecord  # as written (its exit status and write faults final)
+    path: Path | None  # None: lost
+    in_place: bool  # written into the run's folder
+    exitstatus: int
+    line: str | None  # what the disk refused, where the record went (None: nothing to say)
+
+
+def write_where_possible(run_dir: Path, run_id: str, record: RunRecord, exitstatus: int, *, html: bool,
+                         faults: list[WriteFault]) -> Written:
+    """Write the record into the run's folder, or, when its disk refuses (full, read-only, gone),
+    under the temporary folder with the exit status that says so (INTERNAL_ERROR, the record's
+    ``exit_status`` too, and its move in ``write_faults``); the line says which disk, what to do,
+    where the record went and what could not be kept."""
+    from ..results.build import write_run
+
+    not_written: list[str] = []
+    try:
+        path: Path | None = write_run(run_dir, record, html=html, not_written=not_written)
+        moved = None
+    except OSError as exc:
+        if exitstatus == 0:
+            exitstatus = 3  # INTERNAL_ERROR: the record is not where it was asked for
+        fallback, again = fallback_folder(run_id), None
+        record = record.model_copy(update={"exit_status": int(exitstatus), "write_faults": [
+            *record.write_faults, f"record: not written to {run_dir} ({write_error_text(exc, run_dir)}), "
+            f"written to {fallback} instead"]})
+        try:
+            path = write_run(run_dir, record, html=html, target=fallback, not_written=not_written)
+        except OSError as exc2:
+            path, again = None, exc2
+        moved = moved_line(run_dir, exc, path, again, fallback)
+    line = faults_line(run_dir, faults, moved)
+    if not_written:
+        line = (line or "pytest-beam: the record is written, but not everything beside it") + \
+            "; not written: " + "; ".join(not_written)
+    return Written(record, path, moved is None, exitstatus, line)

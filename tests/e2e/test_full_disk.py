@@ -187,7 +187,7 @@ class Filler:
     def _run(self) -> None:
         while self.server.request_count < self.after and not self.stop.wait(0.01):
             pass
-        with open(self.disk.filler, "ab") as fh:
+        with open(self.disk.filler, "ab", buffering=0) as fh:  # unbuffered: nothing is retried at close
             while not self.stop.is_set():
                 try:
                     fh.write(b"\0" * 65536)

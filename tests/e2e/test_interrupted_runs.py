@@ -141,6 +141,12 @@ def test_an_interrupted_run_writes_a_record_with_every_paid_call(tmp_path, beam_
         sent = server.request_count
     record = the_record(tmp_path)
     assert record["partial"] is True and record["partial_reason"].startswith("interrupted"), out[-3000:]
+    # issue 43: every selected question is named, run or not, and each not run says why
+    named = [q["id"] for q in record["questions"]] + [q["id"] for q in record["not_run"]]
+    assert sorted(named) == sorted(set(named)) and len(named) == record["selected_questions"] == (40 if workers else 20)
+    assert record["not_run"] and {q["reason"].split(" (")[0] for q in record["not_run"]} == {"interrupted"}, \
+        record["not_run"][:2]
+    assert f"not run: {len(record['not_run'])} questions (interrupted" in out
     assert calls(record) == paid, (record["usage"], out[-3000:])
     assert usage(record, "abandoned") == processes == sent - paid  # held at the gate when the run stopped
     assert requests(record) == sent
@@ -236,9 +242,12 @@ def test_a_worker_killed_with_kill_9_leaves_every_request_it_sent_in_the_record(
                 proc.wait()
         sent = server.request_count
         answered = sum(r.status == 200 for r in server.requests)
-    assert proc.returncode == 1 and "crashed" in out, out[-3000:]  # the question the worker was on
+    # the question the worker was on runs again on its replacement (issue 43: one testcase, exit 0)
+    assert proc.returncode == 0 and "replacing crashed worker" in out and "1 rerun" in out, out[-3000:]
     record = the_record(tmp_path)
     assert requests(record) == sent, (record["usage"], sent)
     assert calls(record) - usage(record, "errors") == answered
     assert usage(record, "abandoned") == 1 and usage(record, "retries") == 1
     assert "requests sent: " in out and "1 abandoned in flight" in out
+    (rerun,) = [q for q in record["questions"] if "rerun_after_crash" in q["flags"]]  # the killed attempt's
+    assert rerun["crashed_attempt_usage"] and rerun["outcome"] == "passed"  # ingest calls, kept on its question

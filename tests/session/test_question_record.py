@@ -19,7 +19,7 @@ from pytest_beam.results.schema import IngestEntry, RunRecord
 from pytest_beam.scoring.scores import EventOrderingDetail, ItemScore, LineMatch, QuestionScore
 from pytest_beam.session.interrupt import TerminateAsInterrupt
 from pytest_beam.session.plan import RunPlan
-from pytest_beam.session.run_results import NO_VERDICT, ResultError, RunResults
+from pytest_beam.session.run_results import ResultError, RunResults
 from pytest_beam.session.verdict import RESULT_PROPERTY, record_unjudged
 from pytest_beam.system import FLAG_TIMEOUT, SystemAnswer
 
@@ -144,11 +144,50 @@ def test_an_item_whose_report_carried_no_record_is_built_from_its_question(tmp_p
     assert (skipped.outcome, skipped.error) == ("skipped", "Skipped: spend cap reached")
 
 
-def test_an_item_without_a_verdict_is_an_error_that_says_so(tmp_path):
+def test_an_item_without_a_verdict_is_not_run_and_says_why(tmp_path):
+    """Issue 43: an item pytest never gave a verdict (its setup reported, then the run stopped) was an
+    error in the record though neither the terminal nor JUnit counted it; it is now not run, named
+    with why, beside every selected item no report reached."""
     controller = _collector(tmp_path)
+    controller.select([NODEID, f"beam::test_question[{EVENTS.id}]"])
     controller.add_report(_report("setup", "passed"))
+    assert controller.question_records() == []
+    interrupted, unreached = controller.not_run(exitstatus=2, stopped=None)
+    assert (interrupted.id, interrupted.system, interrupted.ability, interrupted.reason) == (
+        QID, "graphrag", "summarization", "interrupted")
+    assert (unreached.id, unreached.conversation_id, unreached.reason) == (EVENTS.id, "3", "interrupted")
+    [stopped, _] = controller.not_run(exitstatus=1, stopped="stopping after 1 failures")
+    assert stopped.reason == "the run stopped: stopping after 1 failures"
+
+
+def test_a_crashed_attempt_s_paid_calls_go_to_the_re_run_s_record_and_its_properties(tmp_path):
+    """Issue 43 finding 4: the killed attempt's paid calls were in the record's totals and in no
+    question (JUnit's per-question tokens fell short of them); the re-run's record and properties
+    now hold them, flagged, once however many of its reports carry the record."""
+    from pytest_beam.results.question_record import RERUN_FLAG
+    from pytest_beam.session.item_reports import RERUN
+    from pytest_beam.session.worker_parts import part_of, usage_journal, write_part
+
+    parts = tmp_path / "parts"
+    write_part(parts, "gw1", part_of({}, {}, {"judge": Usage(calls=4, prompt_tokens=400)}))
+    lines = [{"call": n, "role": "judge", "usage": {"calls": 1, "prompt_tokens": 100}} for n in range(6)]
+    lines.append({"call": 6, "role": "judge", "sent": 1})  # in flight when the worker was killed
+    usage_journal(parts, "gw1").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    controller = _collector(tmp_path)
+    crash = _report("???", "failed", longrepr="worker 'gw1' crashed while running 'x'")
+    controller.crashed(crash, "gw1", rerun=True)
+    crash.outcome = RERUN
+    controller.add_report(crash)
+    assert controller.question_records() == []  # the re-run gives the verdict
+    for when in ("call", "teardown"):
+        report = _report(when, "passed", _result().run_json())
+        controller.add_report(report)
+        props = dict(report.user_properties)
+        assert props["crashed_attempt_calls"] == 2 and props["crashed_attempt_abandoned"] == 1
+        assert props["calls"] == _result().calls + 2 and RERUN_FLAG in str(props["flags"])
     [record] = controller.question_records()
-    assert (record.outcome, record.error) == ("error", NO_VERDICT)
+    assert record.crashed_attempt_usage == {"judge": Usage(calls=2, prompt_tokens=200, abandoned=1)}
+    assert record.usage["judge"].calls == _result().usage["judge"].calls + 2 and RERUN_FLAG in record.flags
 
 
 def test_a_question_the_system_did_not_answer_scores_0_unjudged():
