@@ -16,6 +16,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 
 def atomic_write(path: Path, data: bytes | str, *, fsync: bool = False) -> None:
@@ -75,6 +76,19 @@ def disk_full_text(path: Path | str) -> str:
     return f"the disk holding {path} is full (No space left on device{free})"
 
 
+class WriteLog(Protocol):
+    """What a writer that a disk may refuse keeps of it, for the run's end to say: a :class:`LineLog`,
+    or the response cache (one file per response)."""
+
+    path: Path
+    keep_unwritten: bool
+    unwritten: list[str]  # kept to hand over
+    lost: int  # dropped
+    error: OSError | None  # the last refusal
+
+    def restore_if_vanished(self) -> None: ...
+
+
 class LineLog:
     """A file of lines that one process appends to, which a full disk (or any write error) never
     breaks: a line that cannot be written whole is cut back out of the file (never left torn, to
@@ -113,7 +127,7 @@ class LineLog:
     def _write(self, data: bytes) -> None:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)  # read back if it vanishes
         start = os.lseek(self._fd, 0, os.SEEK_END)
         view = memoryview(data)
         try:
@@ -124,8 +138,37 @@ class LineLog:
                 os.ftruncate(self._fd, start)
             raise
 
+    def restore_if_vanished(self) -> None:
+        """At the process's end (and on :meth:`close`): when the file was removed while the log was
+        open (its folder deleted), the lines written since are still readable through the open
+        file; write them back where they belong, or, when the disk refuses, keep them (or count
+        them lost)."""
+        with self._lock:
+            self._restore()
+
+    def _restore(self) -> None:
+        if self._fd is None or os.fstat(self._fd).st_nlink > 0:
+            return
+        chunks, offset = [], 0
+        while chunk := os.pread(self._fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        os.close(self._fd)
+        self._fd = None
+        lines = b"".join(chunks).decode("utf-8").splitlines()
+        try:
+            self._write("".join(f"{text}\n" for text in [*lines, *self.unwritten]).encode("utf-8"))
+            self.unwritten = []
+        except OSError as exc:
+            self.error = exc
+            if self.keep_unwritten:
+                self.unwritten = [*lines, *self.unwritten]
+            else:
+                self.lost += len(lines)
+
     def close(self) -> None:
         with self._lock:
+            self._restore()
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None

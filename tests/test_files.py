@@ -99,3 +99,44 @@ def test_the_spend_counter_is_written_in_place_so_a_full_disk_cannot_refuse_it(s
     budget.record(100, 10)
     assert budget.used() == {"calls": 3, "prompt_tokens": 100, "completion_tokens": 10, "tokens": 110, "refused": 0}
     assert FileBudget.in_run_dir(disk.path / "run", max_calls=5).used()["calls"] == 3  # another process reads it
+
+
+def test_a_line_log_whose_folder_was_deleted_writes_its_lines_back_at_the_end(tmp_path: Path) -> None:
+    """Issue 43 (a vanished folder): lines appended after the run's folder was deleted went to a
+    file nobody could open any more; the log writes them back where they belong."""
+    import shutil
+
+    from pytest_beam.files import LineLog
+
+    log = LineLog(tmp_path / "run" / "parts" / "gw0.usage.jsonl", keep_unwritten=True)
+    assert log.append("one")
+    shutil.rmtree(tmp_path / "run")
+    assert log.append("two") and not log.path.exists()  # written, into a file no path names
+    log.restore_if_vanished()
+    assert log.path.read_text() == "one\ntwo\n" and log.unwritten == []
+    log.restore_if_vanished()  # a file that is there stays as it is
+    assert log.append("three") and log.path.read_text() == "one\ntwo\nthree\n"
+    log.close()
+
+
+def test_the_spend_counter_survives_its_folder_deleted_and_refuses_a_call_it_cannot_count(
+        tmp_path: Path, small_disk) -> None:
+    import shutil
+
+    from pytest_beam.llm.budget import FileBudget
+    from pytest_beam.llm.errors import SpendCounterError
+
+    budget = FileBudget.in_run_dir(tmp_path / "run", max_calls=5)
+    budget.reserve("agent")
+    budget.reserve("agent")
+    shutil.rmtree(tmp_path / "run")
+    budget.reserve("agent")  # counted from what this process last saw, never from zero
+    assert budget.used()["calls"] == 3
+    disk = small_disk("1m")
+    full = FileBudget.in_run_dir(disk.path / "run", max_calls=5)  # never prepared: its file needs room
+    disk.fill()
+    with pytest.raises(SpendCounterError, match=r"could not be written \(the disk holding .* is full.*not sent"):
+        full.reserve("agent")
+    full.record(10, 2)  # a paid call's tokens are kept for the counter's next write, never raised
+    disk.filler.unlink()
+    assert full.used()["tokens"] == 12

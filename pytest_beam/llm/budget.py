@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypedDict
 
-from ..files import file_lock
-from .errors import BudgetExceeded
+from ..files import file_lock, write_error_text
+from .errors import BudgetExceeded, SpendCounterError
 
 CALLS_FLAG = "--beam-max-calls"
 TOKENS_FLAG = "--beam-max-tokens"
@@ -130,6 +130,8 @@ class FileBudget(Budget):
         self.path = Path(path)
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._seen = _empty_state()  # the counts this process last read or wrote (a vanished file restarts there)
+        self._unrecorded = (0, 0)  # tokens of paid calls the counter refused, added at its next write
 
     @classmethod
     def in_run_dir(cls, run_dir: str | os.PathLike[str], max_calls: int | None = None,
@@ -156,20 +158,42 @@ class FileBudget(Budget):
         finally:
             os.close(fd)
 
+    def record(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Add a paid call's tokens; a counter the disk refuses keeps them for its next write (the
+        reply is paid for and is not lost to a full disk)."""
+        try:
+            super().record(prompt_tokens, completion_tokens)
+        except SpendCounterError:
+            prompt, completion = self._unrecorded
+            self._unrecorded = (prompt + int(prompt_tokens), completion + int(completion_tokens))
+
     @contextmanager
     def _locked_state(self) -> Iterator[BudgetState]:
-        with self._lock, file_lock(self._lock_path):  # threads of this process, then processes
-            state = _empty_state()
-            try:
-                state.update(json.loads(self.path.read_text(encoding="utf-8")))
-            except FileNotFoundError:
-                pass
-            before = dict(state)
-            try:
-                yield state
-            finally:
-                if state != before:
-                    self._write(state)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # a run folder deleted under the run
+            with self._lock, file_lock(self._lock_path):  # threads of this process, then processes
+                state = _empty_state()
+                try:
+                    text = self.path.read_text(encoding="utf-8").strip()
+                except FileNotFoundError:
+                    text = ""
+                # gone with its folder (or created by a write the disk then refused): never back to zero
+                state.update(json.loads(text) if text else self._seen)
+                before = dict(state)
+                state["prompt_tokens"] += self._unrecorded[0]
+                state["completion_tokens"] += self._unrecorded[1]
+                try:
+                    yield state  # a refusal raises here, its count kept all the same
+                finally:
+                    if state != before:
+                        self._write(state)
+                        self._unrecorded = (0, 0)
+                    self._seen = state.copy()
+        except OSError as exc:
+            raise SpendCounterError(
+                f"the spend counter {self.path} could not be written ({write_error_text(exc, self.path)}): the "
+                "call was not sent, since the caps could not count it; free space there, or give the run a "
+                "results folder on another disk (--beam-results)", path=str(self.path)) from None
 
     def __repr__(self) -> str:
         return f"FileBudget({str(self.path)!r}, max_calls={self.max_calls}, max_tokens={self.max_tokens})"

@@ -50,6 +50,11 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
+        # Responses the disk refused to keep (full, read-only): counted, never failing the paid call
+        # (the next run asks again); read as a log of lines by the run's end (files.LineLog's fields).
+        self.path, self.keep_unwritten, self.unwritten = self.directory, False, list[str]()
+        self.lost = 0
+        self.error: OSError | None = None
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
@@ -91,8 +96,17 @@ class ResponseCache:
             self.misses += 1
 
     def put(self, key: str, body: bytes) -> None:
-        """Store a successful response body (callers must never pass an error)."""
-        atomic_write(self._path(key), body)
+        """Store a successful response body (callers must never pass an error); one the disk
+        refuses is counted (:attr:`lost`), the reply it came with still served."""
+        try:
+            atomic_write(self._path(key), body)
+        except OSError as exc:
+            with self._lock:
+                self.lost += 1
+                self.error = exc
+
+    def restore_if_vanished(self) -> None:
+        """Nothing to restore: each response is a file of its own (the log interface of a run's end)."""
 
     def __len__(self) -> int:
         return sum(1 for _ in self.directory.glob("??/*.json"))

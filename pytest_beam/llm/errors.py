@@ -103,3 +103,15 @@ class CassetteError(_Detailed):
     path: str
     line: int
     why: str
+
+
+@dataclass(eq=False, repr=False)
+class SpendCounterError(_Detailed):
+    """The spend counter the run's processes share could not be written (its disk full, read-only,
+    its folder gone): the call it would have counted is not sent, since the caps could not hold it.
+
+    Attributes: ``path`` (the counter file).
+    """
+
+    _: KW_ONLY
+    path: str

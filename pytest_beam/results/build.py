@@ -8,6 +8,7 @@ other results code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator, Mapping
@@ -166,7 +167,8 @@ def write_run(run_dir: Path, record: RunRecord, *, html: bool, target: Path | No
     target.mkdir(parents=True, exist_ok=True)
     path = write_record(target, record, _trace_lines(run_dir, not_written), not_written)
     for part in run_dir.glob("trace-*.jsonl"):
-        part.unlink()
+        with contextlib.suppress(OSError):  # a folder turned read-only keeps them: they are in the trace file
+            part.unlink()
     if html:
         from ..files import write_error_text
         from .html import write_html

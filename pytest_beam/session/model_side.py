@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..files import LineLog
+    from ..files import WriteLog
     from ..llm import Meter, ModelClient
     from ..llm.meter import Snapshot
     from ..llm.relay import ModelRelay
@@ -139,12 +139,15 @@ class ModelSide:
         """This process's meter now (empty before its client is made)."""
         return self._client.meter.snapshot() if self._client is not None else {}
 
-    def logs(self) -> dict[str, LineLog]:
+    def logs(self) -> dict[str, WriteLog]:
         """This process's logs of lines, by what they hold: the trace, and the journal once the client is made."""
-        logs = {"trace lines": self.trace.log}
+        logs: dict[str, WriteLog] = {"trace lines": self.trace.log}
         journal = self._client.meter.journal if self._client is not None else None
         if journal is not None:
             logs["usage journal lines"] = journal.log
+        cache = self._client.cache if self._client is not None else None
+        if cache is not None:
+            logs["responses not cached"] = cache
         return logs
 
     def relay_counts(self) -> dict[str, dict[str, int]]:

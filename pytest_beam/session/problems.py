@@ -21,10 +21,10 @@ def known_problem(exc: BaseException | None) -> BaseException | None:
     """The known infrastructure error in `exc`'s chain (its causes and contexts), if any."""
     from ..data.data_error import BeamDataError
     from ..files import disk_full
-    from ..llm.errors import CassetteError, CassetteMiss, ModelEndpointError
+    from ..llm.errors import CassetteError, CassetteMiss, ModelEndpointError, SpendCounterError
     from ..services.base import Neo4jServiceError
 
-    known = (ModelEndpointError, CassetteMiss, CassetteError, Neo4jServiceError, BeamDataError)
+    known = (ModelEndpointError, CassetteMiss, CassetteError, Neo4jServiceError, BeamDataError, SpendCounterError)
     seen = 0
     while exc is not None and seen < 8:
         if isinstance(exc, known) or disk_full(exc):  # a full disk: "No space left on device: PATH"

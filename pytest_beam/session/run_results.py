@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..data.ids import ItemId
     from ..data.records import ProbingQuestion
     from ..data.sets import BenchmarkSet
-    from ..files import LineLog
+    from ..files import WriteLog
     from ..llm.meter import Snapshot
     from ..results.question_record import NotRunQuestion, QuestionRecord
     from ..results.schema import IngestEntry, RunRecord
@@ -54,7 +54,7 @@ class RunResults:
 
     def __init__(self, plan: RunPlan, settings: Settings, systems: list[str], bench_set: BenchmarkSet, *,
                  started: float, relay_counts: Callable[[], RelayCounts], terminate: TerminateAsInterrupt,
-                 metered: Callable[[], Snapshot] = dict, logs: Callable[[], Mapping[str, LineLog]] = dict) -> None:
+                 metered: Callable[[], Snapshot] = dict, logs: Callable[[], Mapping[str, WriteLog]] = dict) -> None:
         self.plan, self.settings, self.systems, self.bench_set = plan, settings, systems, bench_set
         self.relay_counts, self.terminate, self.metered, self.logs = relay_counts, terminate, metered, logs
         self.items: dict[str, ReportedItem] = {}  # by item id, in the order their first report came
@@ -99,6 +99,11 @@ class RunResults:
     def _part(self) -> WorkerPart:
         return part_of(self.ingest, self.relay_counts(), self.metered())
 
+    def _restore_logs(self) -> None:
+        """This process's logs written back where they belong when their folder was deleted under them."""
+        for log in self.logs().values():
+            log.restore_if_vanished()
+
     def own_faults(self) -> list[WriteFault]:
         from .write_faults import faults_of
 
@@ -109,6 +114,7 @@ class RunResults:
         from ..results.record_base import IN_RUN
 
         with self._lock:
+            self._restore_logs()
             journal = self.logs().get(JOURNAL_LINES)
             end = WorkerEnd(part=self._part(), journal=list(journal.unwritten) if journal else [],
                             faults=self.own_faults())
@@ -228,6 +234,7 @@ class RunResults:
         process's journal of model calls, this one's included, with the lines each disk refused."""
         from ..llm import read_journals
 
+        self._restore_logs()
         unwritten = {usage_journal(self.parts, name): end.journal for name, end in self.ended.items() if end.journal}
         own = self.logs().get(JOURNAL_LINES)
         if own is not None and own.unwritten:

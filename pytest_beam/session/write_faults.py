@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..files import LineLog, write_error_text
+from ..files import WriteLog, write_error_text
 from .worker_parts import WriteFault
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def room_problem(run_dir: Path, spend_counter: Callable[[], None] | None) -> str
     return None
 
 
-def faults_of(process: str, logs: Mapping[str, LineLog], part_failures: int,
+def faults_of(process: str, logs: Mapping[str, WriteLog], part_failures: int,
               part_error: str | None) -> list[WriteFault]:
     """This process's faults: each log's lines it could not write, and its part's failed writes."""
     out = []

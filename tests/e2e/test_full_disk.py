@@ -272,3 +272,86 @@ def test_a_disk_that_fills_near_the_end_under_xdist_loses_nothing_unnamed(tmp_pa
     counts = re.search(r"=+ (.*) in [0-9.]+s", proc.stdout.splitlines()[-1]).group(1)
     assert counts == f"{sum(o == 'passed' for o in outcomes.values())} passed, " \
                      f"{sum(o == 'xpassed' for o in outcomes.values())} xpassed", counts
+
+
+def after_requests(server, count: int, action) -> threading.Thread:
+    """Run `action` once the model server has answered `count` requests."""
+    def wait_then_act() -> None:
+        deadline = time.monotonic() + 300
+        while server.request_count < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        action()
+
+    thread = threading.Thread(target=wait_then_act, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.slow
+def test_a_run_folder_deleted_mid_run_is_written_back_whole(tmp_path, beam_data_dir):
+    """Issue 43 (a vanished folder): the run's folder deleted under a run (a clean-up script, a
+    user's rm -rf) lost every line written after it, unnamed. Each process writes its journal and
+    trace back at its end; the record is whole, its usage every request the endpoint got."""
+    import shutil
+
+    results = tmp_path / "results"
+    with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
+        def delete() -> None:
+            for run in results.iterdir():
+                shutil.rmtree(run)
+
+        deleter = after_requests(server, 50, delete)
+        proc = run_under_xdist(tmp_path, server, beam_data_dir, results)
+        deleter.join(10)
+        sent = server.request_count
+    out = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in out and proc.returncode == 0, out[-4000:]
+    (path,) = results.glob("*/record.json")
+    record = json.loads(path.read_text())
+    assert len(record["questions"]) == 40 and record["not_run"] == [] and record["write_faults"] == []
+    usage = record["usage"].values()
+    assert sum(u.get("calls", 0) + u.get("retries", 0) + u.get("abandoned", 0) for u in usage) == sent
+    from pytest_beam.results.record_files import iter_trace
+
+    traced = list(iter_trace(path.parent))
+    assert sum(line.get("kind") == "chat" for line in traced) == sent, "every call is in the trace"
+
+
+@pytest.mark.slow
+def test_a_results_disk_turned_read_only_mid_run_errors_the_calls_it_cannot_count(tmp_path, beam_data_dir,
+                                                                                  small_disk, monkeypatch):
+    """Issue 43 (a read-only folder): the shared spend counter cannot be written, so no further call
+    is sent; each question left errors with one line naming the counter's disk, the record goes
+    under the temporary folder, and the terminal, the record and JUnit agree."""
+    disk = small_disk("16m")
+    results = disk.path / "results"
+    results.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
+        def read_only() -> None:  # the folder, not the whole disk: files open for writing stay so
+            for args in (["--bind", str(results), str(results)], ["-o", "remount,bind,ro", str(results)]):
+                subprocess.run(["mount", *args], check=True)
+
+        remount = after_requests(server, 50, read_only)
+        try:
+            proc = run_under_xdist(tmp_path, server, beam_data_dir, results)
+        finally:
+            remount.join(10)
+            subprocess.run(["umount", str(results)], check=False)
+        sent = server.request_count
+    out = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out[-4000:]
+    (kept,) = (tmp_path / "tmp" / "pytest-beam-records").glob("*/record.json")
+    record = json.loads(kept.read_text())
+    assert proc.returncode == record["exit_status"] == pytest.ExitCode.TESTS_FAILED, out[-4000:]
+    outcomes = {q["id"]: q["outcome"] for q in record["questions"]}
+    assert len(outcomes) == 40 and "error" in outcomes.values() and record["not_run"] == []
+    (cause,) = [ln for ln in out.splitlines() if re.match(r"\d+ x SpendCounterError: the spend counter", ln)]
+    assert "Read-only file system" in cause and "the call was not sent" in cause, cause
+    assert junit_outcomes(tmp_path / "junit.xml") == {q: ("passed" if o in ("passed", "xpassed") else
+                                                          {"failed": "failure"}.get(o, o)) for q, o in outcomes.items()}
+    usage = record["usage"].values()
+    assert sum(u.get("calls", 0) + u.get("retries", 0) + u.get("abandoned", 0) for u in usage) == sent
+    (line,) = [ln for ln in out.splitlines() if "the record could not be written" in ln]
+    assert "Read-only file system" in line and f"it was written to {kept} instead" in line, line

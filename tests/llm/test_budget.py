@@ -99,3 +99,15 @@ def test_budget_in_replay_only_mode_is_untouched(tmp_path, make_client):
         client.chat(role="agent", messages=MSGS)
     assert type(info.value).__name__ == "CassetteMiss"
     assert budget.used()["refused"] == 0
+
+
+def test_a_response_the_disk_refuses_is_counted_never_raised(small_disk):
+    """Issue 43: a full disk under the response cache failed the paid call whose reply it could not keep."""
+    from pytest_beam.llm.cache import ResponseCache
+
+    disk = small_disk("1m")
+    cache = ResponseCache(disk.path / "cache")
+    disk.fill()
+    cache.put("ab" * 32, b"{" + b" " * 20000 + b"}")
+    assert cache.lost == 1 and cache.error is not None and cache.error.errno == 28
+    assert cache.get("ab" * 32) is None
