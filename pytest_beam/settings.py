@@ -166,7 +166,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("embeddings", "Embeddings: local (in-process MiniLM, MatMuls in int8, built once into ~/.cache/pytest-beam), local-export (the wheel's export as shipped) or endpoint:<model>.", "local", _embeddings_spec, recorded=True),
     Option("chunk_tokens", "Ingest chunk size in tokens.", 1000, int, check=at_least(1), recorded=True),
     Option("max_llm_pairs", "Most entity pairs per label sent to the model for resolution.", 500, int, check=at_least(0), recorded=True),
-    Option("concurrency", "Most model requests in flight per endpoint.", 4, int, check=at_least(1)),
+    Option("concurrency", "Most model requests in flight per endpoint and process: the ceiling; fewer while the endpoint answers 429 or times out.", 4, int, check=at_least(1)),
+    Option("question_concurrency", "Most questions of one conversation answered and judged at once, once it is ingested (a system that cannot answer concurrently answers one at a time).", 4, int, check=at_least(1)),
     Option("timeout", "Seconds before one model request times out.", 120.0, float, check=seconds),
     Option("max_retries", "Retries of a model request on timeouts, 429 and 5xx.", 5, int, check=at_least(0)),
     Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full and complete: set it).", None, _optional_int, check=at_least(0)),
@@ -240,6 +241,7 @@ class Settings:
     system: str = DEFAULT_SYSTEM
     context_tokens: int = 120_000
     retrieval_k: int = 10
+    question_concurrency: int = 4
     tier: str = "100K"
     endpoint_identity: str | None = None  # not an option: set with the embedded model (llm.embedded.CACHE_IDENTITY)
 

@@ -125,6 +125,7 @@ class BeamSessionPlugin:
         try:
             if not beam.is_worker and exitstatus != pytest.ExitCode.INTERRUPTED and not beam.terminate.received:
                 self._judge_check(session)
+            beam.models.halt()  # before the parts close and the record counts what was sent
             beam.close()
             beam.endpoint.stop()
             if beam.progress is not None:
