@@ -130,6 +130,17 @@ def _judge_check_spec(value: str) -> str:
     raise ValueError(f"choose one of {', '.join(JUDGE_CHECK_WORDS)} or a number of cases (1 or more)")
 
 
+def _shard_spec(value: str) -> str | None:
+    """K/N with 1 <= K <= N (checked here so a typo stops the run at start)."""
+    from .data.shards import parse_shard
+
+    spec = str(value).strip()
+    if not spec or spec.lower() == "none":
+        return None
+    parse_shard(spec)
+    return spec
+
+
 EMBEDDERS = ("local", "local-export")
 
 
@@ -195,6 +206,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("system", f"Memory systems to compare, comma-separated: {system_choices()}; 'all' (every one but the outside systems), or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int, check=at_least(1)),
     Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int, check=at_least(1)),
+    Option("shard", "This machine's share of the run, K/N: the K-th of N shards of the selected conversations, balanced by chunk count; `pytest-beam merge` joins the shards' records into one.", None, _shard_spec),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -242,6 +254,7 @@ class Settings:
     context_tokens: int = 120_000
     retrieval_k: int = 10
     question_concurrency: int = 4
+    shard: str | None = None
     tier: str = "100K"
     endpoint_identity: str | None = None  # not an option: set with the embedded model (llm.embedded.CACHE_IDENTITY)
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from .question_record import QuestionRecord
     from .record_files import TraceLine
-    from .schema import EndpointLimit, IngestEntry, RunRecord
+    from .schema import EndpointLimit, IngestEntry, RunRecord, ShardInfo
 
 
 def build_record(*, run_id: str, started: float, settings: Settings, bench_set: BenchmarkSet | None,
@@ -32,7 +32,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                  usage: Snapshot, exitstatus: int, interrupted_by: str | None = None,
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
                  judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None,
-                 endpoint_limits: list[EndpointLimit] | None = None) -> RunRecord:
+                 endpoint_limits: list[EndpointLimit] | None = None, shard: ShardInfo | None = None) -> RunRecord:
     from .aggregate import aggregate
     from .provenance import data_revision, git_info, lockfile_hash, scoring_stamp
     from .schema import RunRecord
@@ -86,7 +86,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         usage_by_system=usage_by_system(questions, ingest, order) if several or relay else {},
         relay=dict(relay or {}),
         judge_check=judge_check, judge_check_error=judge_check_error,
-        endpoint_limits=list(endpoint_limits or []),
+        endpoint_limits=list(endpoint_limits or []), shard=shard,
     )
 
 

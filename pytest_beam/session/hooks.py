@@ -54,9 +54,11 @@ class BeamSessionPlugin:
     def pytest_collection_modifyitems(self, session: pytest.Session,
                                       items: list[pytest.Item]) -> Generator[None, None, None]:
         """The suite's items go in before every other implementation; after them all (pytest's
-        fixture reordering included) they are put back in (system, conversation, question) order."""
+        fixture reordering, -k, -m and --lf included) a shard keeps its conversations' items and
+        they are put back in (system, conversation, question) order."""
         question_items.add_question_items(self.session, session, items)
         result = yield
+        question_items.keep_shard(self.session, session.config, items)
         question_items.order_items(items)
         return result
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..llm.adaptive_limit import LimitState
     from ..llm.meter import Snapshot
     from ..results.question_record import QuestionRecord, TestOutcome
-    from ..results.schema import IngestEntry, RunRecord
+    from ..results.schema import IngestEntry, RunRecord, ShardInfo
     from ..settings import Settings
     from ..system import IngestReport
     from .calibration_at_finish import SessionJudgeCheck
@@ -73,6 +73,7 @@ class RunResults:
         self.meter: Snapshot = {}
         self.relay: RelayCounts = {}  # the model relay's requests, from every process
         self.limits: dict[str, list[LimitState]] = {}  # process -> its endpoints' adaptive limits
+        self.shard: ShardInfo | None = None  # set by collection on a --beam-shard run (a worker's, under xdist)
         self.started = started
         self.record: RunRecord | None = None
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
@@ -93,7 +94,7 @@ class RunResults:
         """On an xdist worker: write this process's part (what no report carries) for the controller."""
         if self.plan.is_worker:
             with self._lock:
-                write_part(self.parts, self.plan.process_name, self.ingest, self.relay_counts(), limits())
+                write_part(self.parts, self.plan.process_name, self.ingest, self.relay_counts(), limits(), self.shard)
 
     def add_ingest(self, key: str, report: IngestReport, usage: Snapshot) -> None:
         from ..results.schema import IngestEntry
@@ -174,6 +175,7 @@ class RunResults:
         for path, part in read_parts(self.parts):
             if part.limits:
                 self.limits[path.stem] = part.limits
+            self.shard = self.shard or part.shard  # every worker collects the same
             for key, info in part.ingest.items():
                 if info.failed is None or key not in self.ingest:  # a finished ingest wins over a failed one
                     self.ingest[key] = info
@@ -208,7 +210,7 @@ class RunResults:
             questions=self.question_records(), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
             interrupted_by=self.interrupted_by, systems=self.systems, relay=self.relay,
             judge_check=check.check if check else None, judge_check_error=check.error if check else None,
-            endpoint_limits=endpoint_limits(self.limits))
+            endpoint_limits=endpoint_limits(self.limits), shard=self.shard)
         try:
             self.record_path = write_run(plan.run_dir, self.record, html=self.settings.html)
         except OSError as exc:

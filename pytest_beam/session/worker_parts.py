@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..files import atomic_write
 from ..llm.adaptive_limit import LimitState
 from ..results.record_base import IN_RUN
-from ..results.schema import IngestEntry
+from ..results.schema import IngestEntry, ShardInfo
 
 __all__ = ["PartError", "WorkerPart", "read_parts", "usage_journal", "write_part"]
 
@@ -40,6 +40,7 @@ class WorkerPart(BaseModel):
     ingest: dict[str, IngestEntry] = Field(default_factory=dict)
     relay: RelayCounts = Field(default_factory=dict)
     limits: list[LimitState] = Field(default_factory=list)
+    shard: ShardInfo | None = None  # what the worker's collection chose of a --beam-shard run
 
 
 def part_path(parts: Path, process_name: str) -> Path:
@@ -53,9 +54,9 @@ def usage_journal(parts: Path, process_name: str) -> Path:
 
 
 def write_part(parts: Path, process_name: str, ingest: Mapping[str, IngestEntry], relay: RelayCounts,
-               limits: list[LimitState]) -> None:
+               limits: list[LimitState], shard: ShardInfo | None = None) -> None:
     """This process's part, whole (an atomic write: a reader never sees half of it)."""
-    part = WorkerPart(ingest=dict(ingest), relay=relay, limits=limits)
+    part = WorkerPart(ingest=dict(ingest), relay=relay, limits=limits, shard=shard)
     atomic_write(part_path(parts, process_name), part.model_dump_json(context=IN_RUN))
 
 
