@@ -22,7 +22,7 @@ from .record_base import RecordModel, WithRunOnlyFields
 from .stats import AbilityStats, OverallStats, SystemStats
 
 __all__ = ["SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "IngestEntry",
-           "ScoringStamp", "RunRecord"]
+           "EndpointLimit", "ShardInfo", "ScoringStamp", "RunRecord"]
 
 SCHEMA_VERSION = 2  # 2: intervals, scoring stamp, judge repeats, system name, label, context tokens
 RECORD_FILE = "record.json"
@@ -53,6 +53,30 @@ class IngestEntry(WithRunOnlyFields):
     notes: list[str] | None = None
     failed: str | None = Field(None, description="Why the ingest did not finish (None: it did)")
     usage: dict[str, Usage] = Field(default_factory=dict, description="In the run only: the ingest's calls by role")
+
+
+class EndpointLimit(RecordModel):
+    """Requests in flight to one model endpoint: where each process's adaptive limit settled, and
+    how often the endpoint said it was overloaded (llm/adaptive_limit.py)."""
+
+    endpoint: str = Field(description="Its base URL, credentials left out")
+    ceiling: int = Field(description="--beam-concurrency: the most in flight per process")
+    settled: dict[str, int] = Field(description="process -> the limit it ended the run at")
+    lowest: int = Field(description="The lowest limit any process went down to")
+    throttled: int = Field(0, description="Replies 429 or 503, every process")
+    timeouts: int = Field(0, description="Requests that timed out, every process")
+
+
+class ShardInfo(RecordModel):
+    """The share of a run one machine ran (--beam-shard=K/N): whole conversations, balanced by chunks."""
+
+    index: int = Field(description="K: this shard, from 1")
+    count: int = Field(description="N: how many shards the run was split into")
+    conversations: list[str] = Field(description="This shard's conversations")
+    assignment: list[list[str]] = Field(description="Every shard's conversations, shard 1 first")
+    run_questions: list[str] = Field(
+        description="Every item of the whole run, all shards (after -k and -m), by item id: a merge names the "
+        "ones no shard's record holds")
 
 
 class ScoringStamp(RecordModel):
@@ -88,6 +112,8 @@ class RunRecord(RecordModel):
         "the selected order; `abilities` and `overall` are then the first system's")
     label: str | None = Field(None, description="--beam-label: the user's name for this run")
     rejudged_from: str | None = Field(None, description="The run id whose answers this record scored again")
+    merged_from: list[str] = Field(default_factory=list, description="The shards' run ids this record joins "
+                                   "(pytest-beam merge); empty for a record of one run")
     judge_is_agent: bool = False
     settings: RecordedRunSettings = Field(default_factory=dict)
     pass_score: float | None = None
@@ -101,6 +127,10 @@ class RunRecord(RecordModel):
     relay: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Requests the model relay received per system: chat, embeddings, errors")
     phase_seconds: dict[str, float] = Field(default_factory=dict, description="ingest, agent, judge -> seconds")
+    shard: ShardInfo | None = Field(None, description="The run's share this record holds (None: the whole run)")
+    endpoint_limits: list[EndpointLimit] = Field(
+        default_factory=list, description="Each model endpoint called live: the requests in flight per process "
+        "its adaptive limit settled at, and its 429s")
     graph: dict[str, IngestEntry] = Field(
         default_factory=dict, description="Each ingest (system/conversation, or the conversation alone): its graph "
         "and time, or why it failed (an older record's cache_hit, always false, is read and not shown)")

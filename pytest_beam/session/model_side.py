@@ -23,17 +23,31 @@ if TYPE_CHECKING:
 
 
 class TraceWriter:
-    """Appends every model call and agent step to this process's part of the run's trace."""
+    """Appends every model call and agent step to this process's part of the run's trace.
+
+    Each event carries where in the run it happened (phase, question or conversation, system): the
+    `context` of the work that runs alone (an outside system's library calls from the relay's
+    thread see it too), or a thread's own (`thread_context`) for a question answered beside others.
+    """
 
     def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
         self.path = path
         self.secrets = secrets
         self.context: dict[str, str] = {}  # where in the run: phase, question or conversation, system
+        self._thread = threading.local()
         self._lock = threading.Lock()
         self._ready = False  # the folder is made on the first event, not for a run that calls nothing
 
+    def set_context(self, context: dict[str, str], thread_only: bool) -> None:
+        """Where the next events happen: for this thread only, or for every thread without its own."""
+        if thread_only:
+            self._thread.context = context
+        else:
+            self.context = context
+
     def __call__(self, event: Mapping[str, object]) -> None:
-        line = json.dumps({**self.context, **event}, default=str, sort_keys=True)
+        context = getattr(self._thread, "context", None) or self.context
+        line = json.dumps({**context, **event}, default=str, sort_keys=True)
         for secret in self.secrets:
             line = line.replace(secret, "***")
         with self._lock:
@@ -133,6 +147,12 @@ class ModelSide:
             relay = ModelRelay(self.client, embed, dimensions=probe.dimensions, embedding_model=probe.name)
             self._relay = relay.start()
         return self._relay
+
+    def halt(self) -> None:
+        """The run stops: no model request goes out of this process any more (a question answered
+        ahead in a thread would otherwise send one after its record was written)."""
+        if self._client is not None:
+            self._client.halt("the run has stopped")
 
     def relay_counts(self) -> dict[str, dict[str, int]]:
         """Requests this process's relay received, per system; nothing if it never started."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..llm.adaptive_limit import limits
 from .verdict import RESULT_PROPERTY
 from .worker_parts import RelayCounts, read_parts, write_part
 
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
     from ..data.ids import ItemId
     from ..data.records import ProbingQuestion
     from ..data.sets import BenchmarkSet
+    from ..llm.adaptive_limit import LimitState
     from ..llm.meter import Snapshot
     from ..results.question_record import QuestionRecord, TestOutcome
-    from ..results.schema import IngestEntry, RunRecord
+    from ..results.schema import IngestEntry, RunRecord, ShardInfo
     from ..settings import Settings
     from ..system import IngestReport
     from .calibration_at_finish import SessionJudgeCheck
@@ -70,6 +72,8 @@ class RunResults:
         self.ingest: dict[str, IngestEntry] = {}
         self.meter: Snapshot = {}
         self.relay: RelayCounts = {}  # the model relay's requests, from every process
+        self.limits: dict[str, list[LimitState]] = {}  # process -> its endpoints' adaptive limits
+        self.shard: ShardInfo | None = None  # set by collection on a --beam-shard run (a worker's, under xdist)
         self.started = started
         self.record: RunRecord | None = None
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
@@ -90,7 +94,7 @@ class RunResults:
         """On an xdist worker: write this process's part (what no report carries) for the controller."""
         if self.plan.is_worker:
             with self._lock:
-                write_part(self.parts, self.plan.process_name, self.ingest, self.relay_counts())
+                write_part(self.parts, self.plan.process_name, self.ingest, self.relay_counts(), limits(), self.shard)
 
     def add_ingest(self, key: str, report: IngestReport, usage: Snapshot) -> None:
         from ..results.schema import IngestEntry
@@ -168,7 +172,10 @@ class RunResults:
         from ..llm import read_journals
 
         self.meter = read_journals(sorted(self.parts.glob("*.usage.jsonl")))
-        for _, part in read_parts(self.parts):
+        for path, part in read_parts(self.parts):
+            if part.limits:
+                self.limits[path.stem] = part.limits
+            self.shard = self.shard or part.shard  # every worker collects the same
             for key, info in part.ingest.items():
                 if info.failed is None or key not in self.ingest:  # a finished ingest wins over a failed one
                     self.ingest[key] = info
@@ -178,7 +185,7 @@ class RunResults:
         """Merge the workers' parts, write the record; the run's exit status (a run the spend cap
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why)."""
         from ..llm import Usage, add_usage
-        from ..results.build import build_record, write_run
+        from ..results.build import build_record, endpoint_limits, write_run
 
         plan = self.plan
         self.merge_parts()
@@ -193,6 +200,8 @@ class RunResults:
             shutil.rmtree(plan.run_dir, ignore_errors=True)
             return exitstatus
         add_counts(self.relay, self.relay_counts())
+        if limits():
+            self.limits[plan.process_name] = limits()
         check = self.judge_check
         if check is not None and check.usage:  # made on the controller by its own client, before the questions
             add_usage(self.meter, {"judge check": sum(check.usage.values(), Usage())})
@@ -200,7 +209,8 @@ class RunResults:
             run_id=plan.run_id, started=self.started, settings=self.settings, bench_set=self.bench_set,
             questions=self.question_records(), ingest=self.ingest, usage=self.meter, exitstatus=exitstatus,
             interrupted_by=self.interrupted_by, systems=self.systems, relay=self.relay,
-            judge_check=check.check if check else None, judge_check_error=check.error if check else None)
+            judge_check=check.check if check else None, judge_check_error=check.error if check else None,
+            endpoint_limits=endpoint_limits(self.limits), shard=self.shard)
         try:
             self.record_path = write_run(plan.run_dir, self.record, html=self.settings.html)
         except OSError as exc:

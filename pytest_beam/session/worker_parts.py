@@ -18,8 +18,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..files import atomic_write
+from ..llm.adaptive_limit import LimitState
 from ..results.record_base import IN_RUN
-from ..results.schema import IngestEntry
+from ..results.schema import IngestEntry, ShardInfo
 
 __all__ = ["PartError", "WorkerPart", "read_parts", "usage_journal", "write_part"]
 
@@ -32,12 +33,14 @@ class PartError(ValueError):
 
 
 class WorkerPart(BaseModel):
-    """One process's ingests, by run key, and its model relay's request counts."""
+    """One process's ingests, by run key, its model relay's request counts and its endpoints' limits."""
 
     model_config = ConfigDict(extra="forbid")  # written and read by the same version within a run
 
     ingest: dict[str, IngestEntry] = Field(default_factory=dict)
     relay: RelayCounts = Field(default_factory=dict)
+    limits: list[LimitState] = Field(default_factory=list)
+    shard: ShardInfo | None = None  # what the worker's collection chose of a --beam-shard run
 
 
 def part_path(parts: Path, process_name: str) -> Path:
@@ -50,9 +53,10 @@ def usage_journal(parts: Path, process_name: str) -> Path:
     return parts / f"{process_name}.usage.jsonl"
 
 
-def write_part(parts: Path, process_name: str, ingest: Mapping[str, IngestEntry], relay: RelayCounts) -> None:
+def write_part(parts: Path, process_name: str, ingest: Mapping[str, IngestEntry], relay: RelayCounts,
+               limits: list[LimitState], shard: ShardInfo | None = None) -> None:
     """This process's part, whole (an atomic write: a reader never sees half of it)."""
-    part = WorkerPart(ingest=dict(ingest), relay=relay)
+    part = WorkerPart(ingest=dict(ingest), relay=relay, limits=limits, shard=shard)
     atomic_write(part_path(parts, process_name), part.model_dump_json(context=IN_RUN))
 
 

@@ -119,7 +119,8 @@ def test_a_result_travels_on_its_report_once_and_gets_the_report_s_verdict(tmp_p
     worker.add_report(_report("setup", "passed"))
     worker.add_report(_report("call", "failed", _result().run_json()))
     part = json.loads((tmp_path / "parts" / "gw0.json").read_text())
-    assert set(part) == {"ingest", "relay"} and part["relay"] == {"mem0": {"chat": 2}}
+    assert set(part) == {"ingest", "relay", "limits"} and part["relay"] == {"mem0": {"chat": 2}}
+    assert "questions" not in part  # its endpoints' limits beside, never a question
 
     controller = _collector(tmp_path)
     controller.add_report(_report("setup", "passed"))
@@ -188,7 +189,7 @@ def test_an_ingest_travels_in_its_part_with_its_calls_and_the_record_keeps_it_wi
     entry = IngestEntry(chunks=3, empty_extractions=0, entities_by_type={"Person": 2}, relations_by_type={},
                         seconds=1.5, notes=[], usage={"extraction": Usage(calls=3, prompt_tokens=90)})
     failed = IngestEntry(failed="KeyboardInterrupt", seconds=0.5, usage={"extraction": Usage(abandoned=1)})
-    write_part(tmp_path, "gw0", {"17": entry, "4": failed}, {})
+    write_part(tmp_path, "gw0", {"17": entry, "4": failed}, {}, [])
     [(_, part)] = read_parts(tmp_path)
     assert part.ingest == {"17": entry, "4": failed}
     graph = json.loads(RunRecord(run_id="r", graph=part.ingest).model_dump_json())["graph"]
