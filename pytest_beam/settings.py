@@ -130,6 +130,17 @@ def _judge_check_spec(value: str) -> str:
     raise ValueError(f"choose one of {', '.join(JUDGE_CHECK_WORDS)} or a number of cases (1 or more)")
 
 
+def _shard_spec(value: str) -> str | None:
+    """K/N with 1 <= K <= N (checked here so a typo stops the run at start)."""
+    from .data.shards import parse_shard
+
+    spec = str(value).strip()
+    if not spec or spec.lower() == "none":
+        return None
+    parse_shard(spec)
+    return spec
+
+
 EMBEDDERS = ("local", "local-export")
 
 
@@ -166,7 +177,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("embeddings", "Embeddings: local (in-process MiniLM, MatMuls in int8, built once into ~/.cache/pytest-beam), local-export (the wheel's export as shipped) or endpoint:<model>.", "local", _embeddings_spec, recorded=True),
     Option("chunk_tokens", "Ingest chunk size in tokens.", 1000, int, check=at_least(1), recorded=True),
     Option("max_llm_pairs", "Most entity pairs per label sent to the model for resolution.", 500, int, check=at_least(0), recorded=True),
-    Option("concurrency", "Most model requests in flight per endpoint.", 4, int, check=at_least(1)),
+    Option("concurrency", "Most model requests in flight per endpoint and process: the ceiling; fewer while the endpoint answers 429 or times out.", 4, int, check=at_least(1)),
+    Option("question_concurrency", "Most questions of one conversation answered and judged at once, once it is ingested (a system that cannot answer concurrently answers one at a time).", 4, int, check=at_least(1)),
     Option("timeout", "Seconds before one model request times out.", 120.0, float, check=seconds),
     Option("max_retries", "Retries of a model request on timeouts, 429 and 5xx.", 5, int, check=at_least(0)),
     Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full and complete: set it).", None, _optional_int, check=at_least(0)),
@@ -194,6 +206,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("system", f"Memory systems to compare, comma-separated: {system_choices()}; 'all' (every one but the outside systems), or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int, check=at_least(1)),
     Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int, check=at_least(1)),
+    Option("shard", "This machine's share of the run, K/N: the K-th of N shards of the selected conversations, balanced by chunk count; `pytest-beam merge` joins the shards' records into one.", None, _shard_spec),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -240,6 +253,8 @@ class Settings:
     system: str = DEFAULT_SYSTEM
     context_tokens: int = 120_000
     retrieval_k: int = 10
+    question_concurrency: int = 4
+    shard: str | None = None
     tier: str = "100K"
     endpoint_identity: str | None = None  # not an option: set with the embedded model (llm.embedded.CACHE_IDENTITY)
 

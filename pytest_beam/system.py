@@ -167,6 +167,11 @@ class MemorySystem(ABC):
     # True only for a system that reads what a real one never may (the question's own sources):
     # the harness lends it `SystemContext.gold_evidence`, and it is reported apart, never ranked.
     measurement_aid: ClassVar[bool] = False
+    # True for a system whose `answer` may run for several questions of one conversation at once,
+    # in threads (it keeps no per-question state on the instance, and what it shares is safe between
+    # threads): the harness then answers up to --beam-question-concurrency questions at a time once
+    # the conversation is ingested. False, the default, answers one question after another.
+    answers_concurrently: ClassVar[bool] = False
 
     @abstractmethod
     def ingest(self, documents: list[Document]) -> IngestReport: ...

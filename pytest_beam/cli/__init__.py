@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from ..settings import OPTION_BY_NAME, flag_arguments
 
@@ -104,7 +105,53 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--sample", metavar="N", type=int, default=None,
                        help="judge at most N cases, every kind represented (default: every case)")
     add_setting_options(check, CHECK_OPTIONS)
+    merge = sub.add_parser(
+        "merge",
+        help="join the records of a run's shards (--beam-shard=K/N) into one record",
+        description=(
+            "Join the records of one run's shards into one record, as if one machine had run it: every "
+            "question once, usage added up, the means and their intervals over all the conversations. "
+            "Refuses records that are not shards of one run (commit, data revision, scoring profile, question "
+            "selection, or a setting that shapes requests or scores differs), naming the difference; names the "
+            "questions no record holds (a shard absent). A question that errored in one record and has a verdict "
+            "in a later one (the shard run again with --lf) is taken from the later."
+        ),
+    )
+    merge.add_argument("runs", nargs="+", metavar="RUN",
+                       help="a shard's record.json or run directory (or a run id in --results)")
+    merge.add_argument("--results", metavar="DIR", default=None,
+                       help="where run ids are looked up (default: $BEAM_RESULTS or .beam/results)")
+    merge.add_argument("--out", metavar="DIR", default=None,
+                       help="results folder the merged record goes into (default: --results)")
+    merge.add_argument("--html", action="store_true", help="also write the merged record's HTML page")
     return parser
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from ..results.merge import MergeError, merge_records, write_merged
+    from ..results.record_files import RecordNotFound, read_record
+    from ..results.report import default_results_dir, find_record
+    from ..results.summary import render_summary
+    from ..run_id import new_run_id
+
+    results = args.results or default_results_dir()
+    try:
+        paths = [find_record(run, results) for run in args.runs]
+        merged = merge_records([(str(path.parent), read_record(path)) for path in paths], new_run_id())
+    except (RecordNotFound, MergeError, ValueError) as exc:
+        print(f"pytest-beam merge: {exc}", file=sys.stderr)
+        return 2
+    for line in render_summary(merged.record):
+        print(line)
+    for note in merged.notes:
+        print(f"merge: {note}")
+    if merged.missing:
+        shown = ", ".join(merged.missing[:20]) + (f" and {len(merged.missing) - 20} more" if len(merged.missing) > 20
+                                                  else "")
+        print(f"merge: {len(merged.missing)} of the run's questions are in no record: {shown}")
+    path = write_merged(merged, Path(args.out or results), [p.parent for p in paths], html=args.html)
+    print(f"record: {path}")
+    return 1 if merged.missing else 0
 
 
 def _judge_check(args: argparse.Namespace) -> int:
@@ -181,5 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _rejudge(args)
     if args.command == "judge-check":
         return _judge_check(args)
+    if args.command == "merge":
+        return _merge(args)
     parser.print_help(sys.stderr)
     return 2

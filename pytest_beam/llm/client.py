@@ -208,6 +208,9 @@ class ModelClient:
                             "dimensions": len(vectors[0]) if vectors else 0})
         return vectors
 
+    def halt(self, reason: str) -> None:  # its siblings and the relay's clients share the transport
+        self._transport.halt(reason)  # no request goes out any more
+
     def close(self) -> None:
         self._transport.close()
 

@@ -26,7 +26,8 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -121,12 +122,31 @@ class EndedEvent(TypedDict):
     usage: UsageJson
 
 
+class UsageScope:
+    """The calls one piece of work made (a question), by role, while the meter counts every call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_role: dict[str, Usage] = {}
+
+    def add(self, role: str, usage: Usage) -> None:
+        with self._lock:
+            current = self._by_role.get(role)
+            self._by_role[role] = usage.model_copy() if current is None else current + usage
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            return {role: u.model_copy() for role, u in self._by_role.items() if not u.is_zero()}
+
+
 class Meter:
     """Usage per role, safe to share between threads.
 
-    ``snapshot()`` returns a copy ``{role: Usage}``. Per question: ``before = meter.snapshot()``
-    ... then ``meter.since(before)``. Under xdist every process journals its calls
-    (:class:`UsageJournal`) and the controller folds the journals (:func:`read_journals`).
+    ``snapshot()`` returns a copy ``{role: Usage}``; ``since(before)`` what was added after a
+    snapshot (every call of the process: an ingest's, whatever threads it used). What one question
+    used, when several are answered at once, is its :meth:`scope`'s. Under xdist every process
+    journals its calls (:class:`UsageJournal`) and the controller folds the journals
+    (:func:`read_journals`).
     """
 
     def __init__(self, journal: UsageJournal | None = None) -> None:
@@ -134,6 +154,29 @@ class Meter:
         self._by_role: dict[str, Usage] = {}
         self.journal = journal
         self._ids = itertools.count(1)
+        self._thread_scopes = threading.local()
+        self._shared_scopes: list[UsageScope] = []
+
+    @contextmanager
+    def scope(self, thread_only: bool = False) -> Iterator[UsageScope]:
+        """Counts the calls made while it is open: of this thread only (work that runs beside other
+        work, each in a thread of its own), or of every thread that has no scope of its own (work
+        that runs alone, whose calls an outside system's library may make from the relay's thread)."""
+        scope = UsageScope()
+        if thread_only:
+            stack: list[UsageScope] = self._thread_scopes.__dict__.setdefault("stack", [])
+            stack.append(scope)
+        else:
+            with self._lock:
+                self._shared_scopes.append(scope)
+        try:
+            yield scope
+        finally:
+            if thread_only:
+                stack.remove(scope)
+            else:
+                with self._lock:
+                    self._shared_scopes.remove(scope)
 
     def new_call(self) -> int:
         """An id for one logical call (its journal lines carry it)."""
@@ -149,6 +192,9 @@ class Meter:
         with self._lock:
             current = self._by_role.get(role)
             self._by_role[role] = usage.model_copy() if current is None else current + usage
+            scopes = self._thread_scopes.__dict__.get("stack") or list(self._shared_scopes)
+        for scope in scopes:
+            scope.add(role, usage)
         if self.journal is not None:
             self.journal.write({"call": call, "role": role, "usage": usage.model_dump()})
 

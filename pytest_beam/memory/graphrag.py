@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
@@ -34,6 +34,8 @@ class _Graph:
 
 class GraphRAGSystem(MemorySystem):
     name = "agentic-graphrag-neo4j"
+    # each answer is its own agent over the graph: the driver, the embedder and the client are thread-safe
+    answers_concurrently: ClassVar[bool] = True
 
     def __init__(self, context: SystemContext) -> None:
         self.context = context

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,12 +19,13 @@ from .. import __version__
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
+    from ..llm.adaptive_limit import LimitState
     from ..llm.meter import Snapshot, Usage
     from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
     from .question_record import NotRunQuestion, QuestionRecord
     from .record_files import TraceLine
-    from .schema import IngestEntry, RunRecord
+    from .schema import EndpointLimit, IngestEntry, RunRecord, ShardInfo
 
 
 def build_record(*, run_id: str, started: float, settings: Settings, bench_set: BenchmarkSet | None,
@@ -33,7 +34,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                  systems: list[str] | None = None, judge_check: JudgeCheck | None = None,
                  judge_check_error: str | None = None, relay: dict[str, dict[str, int]] | None = None,
                  write_faults: list[str] | None = None, not_run: list[NotRunQuestion] | None = None,
-                 selected_questions: int | None = None, stopped: str | None = None) -> RunRecord:
+                 selected_questions: int | None = None, stopped: str | None = None,
+                 endpoint_limits: list[EndpointLimit] | None = None, shard: ShardInfo | None = None) -> RunRecord:
     from .aggregate import aggregate
     from .provenance import data_revision, git_info, lockfile_hash, scoring_stamp
     from .schema import RunRecord
@@ -90,6 +92,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         usage_by_system=usage_by_system(questions, ingest, order) if several or relay else {},
         relay=dict(relay or {}),
         judge_check=judge_check, judge_check_error=judge_check_error, write_faults=list(write_faults or []),
+        endpoint_limits=list(endpoint_limits or []), shard=shard,
     )
 
 
@@ -116,6 +119,24 @@ def phase_times(questions: list[QuestionRecord],
     wall = {phase: round(max(end for _, end in got) - min(start for start, _ in got), 3)
             for phase, got in spans.items() if got}
     return summed, wall
+
+
+def endpoint_limits(by_process: Mapping[str, Sequence[LimitState]]) -> list[EndpointLimit]:
+    """Each endpoint's limits as every process left them, one row an endpoint and ceiling."""
+    from .schema import EndpointLimit
+
+    rows: dict[tuple[str, int], EndpointLimit] = {}
+    for process, states in sorted(by_process.items()):
+        for state in states:
+            row = rows.get((state.endpoint, state.ceiling))
+            if row is None:
+                row = rows[(state.endpoint, state.ceiling)] = EndpointLimit(
+                    endpoint=state.endpoint, ceiling=state.ceiling, settled={}, lowest=state.lowest)
+            row.settled[process] = state.limit
+            row.lowest = min(row.lowest, state.lowest)
+            row.throttled += state.throttled
+            row.timeouts += state.timeouts
+    return list(rows.values())
 
 
 def usage_by_system(questions: list[QuestionRecord], ingest: Mapping[str, IngestEntry],

@@ -22,7 +22,7 @@ from .record_base import RecordModel, WithRunOnlyFields
 from .stats import AbilityStats, OverallStats, SystemStats
 
 __all__ = ["SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "IngestEntry",
-           "ScoringStamp", "RunRecord"]
+           "EndpointLimit", "ShardInfo", "ScoringStamp", "RunRecord"]
 
 SCHEMA_VERSION = 2  # 2: intervals, scoring stamp, judge repeats, system name, label, context tokens
 RECORD_FILE = "record.json"
@@ -55,6 +55,30 @@ class IngestEntry(WithRunOnlyFields):
     usage: dict[str, Usage] = Field(default_factory=dict, description="In the run only: the ingest's calls by role")
     span: tuple[float, float] | None = Field(
         None, description="In the run only: (start, end), seconds since the epoch, for the ingest's wall time")
+
+
+class EndpointLimit(RecordModel):
+    """Requests in flight to one model endpoint: where each process's adaptive limit settled, and
+    how often the endpoint said it was overloaded (llm/adaptive_limit.py)."""
+
+    endpoint: str = Field(description="Its base URL, credentials left out")
+    ceiling: int = Field(description="--beam-concurrency: the most in flight per process")
+    settled: dict[str, int] = Field(description="process -> the limit it ended the run at")
+    lowest: int = Field(description="The lowest limit any process went down to")
+    throttled: int = Field(0, description="Replies 429 or 503, every process")
+    timeouts: int = Field(0, description="Requests that timed out, every process")
+
+
+class ShardInfo(RecordModel):
+    """The share of a run one machine ran (--beam-shard=K/N): whole conversations, balanced by chunks."""
+
+    index: int = Field(description="K: this shard, from 1")
+    count: int = Field(description="N: how many shards the run was split into")
+    conversations: list[str] = Field(description="This shard's conversations")
+    assignment: list[list[str]] = Field(description="Every shard's conversations, shard 1 first")
+    run_questions: list[str] = Field(
+        description="Every item of the whole run, all shards (after -k and -m), by item id: a merge names the "
+        "ones no shard's record holds")
 
 
 class ScoringStamp(RecordModel):
@@ -90,6 +114,8 @@ class RunRecord(RecordModel):
         "the selected order; `abilities` and `overall` are then the first system's")
     label: str | None = Field(None, description="--beam-label: the user's name for this run")
     rejudged_from: str | None = Field(None, description="The run id whose answers this record scored again")
+    merged_from: list[str] = Field(default_factory=list, description="The shards' run ids this record joins "
+                                   "(pytest-beam merge); empty for a record of one run")
     judge_is_agent: bool = False
     settings: RecordedRunSettings = Field(default_factory=dict)
     pass_score: float | None = None
@@ -113,6 +139,10 @@ class RunRecord(RecordModel):
     phase_wall_seconds: dict[str, float] = Field(
         default_factory=dict, description="ingest, agent, judge -> wall time: the phase's first start to its last "
         "end over all workers (empty in a record from before it was kept)")
+    shard: ShardInfo | None = Field(None, description="The run's share this record holds (None: the whole run)")
+    endpoint_limits: list[EndpointLimit] = Field(
+        default_factory=list, description="Each model endpoint called live: the requests in flight per process "
+        "its adaptive limit settled at, and its 429s")
     graph: dict[str, IngestEntry] = Field(
         default_factory=dict, description="Each ingest (system/conversation, or the conversation alone): its graph "
         "and time, or why it failed (an older record's cache_hit, always false, is read and not shown)")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .graphs import GraphServices
     from .model_side import ModelSide
     from .plan import RunPlan
+    from .question_pool import QuestionPool
     from .run_results import RunResults
 
 
@@ -34,6 +35,7 @@ class ConversationRun:
     ingest: IngestReport
     ingest_usage: Snapshot
     system_name: str = DEFAULT_SYSTEM  # the selected name the answers are recorded under
+    pool: QuestionPool | None = None  # its questions answered ahead, when the system answers concurrently
 
 
 class Conversations:
@@ -112,10 +114,12 @@ class Conversations:
         return run
 
     def close(self, key: str) -> None:
-        """Close a run by its key (`run_key`): its system, then the Neo4j it started."""
+        """Close a run by its key (`run_key`): its questions not started, its system, then the Neo4j it started."""
         run = self.runs.pop(key, None)
         try:
             if run is not None:
+                if run.pool is not None:
+                    run.pool.stop()
                 run.system.close()
         finally:
             self.graphs.stop(key)

@@ -46,6 +46,22 @@ def beam_record(beam_question: ProbingQuestion, beam_conversation: ConversationR
     whose judging failed still goes on the item (so into the record), unscored."""
     from .verdict import record_unjudged
 
-    return beam_session.questions.answer_and_score(
+    def upcoming() -> list[ProbingQuestion]:
+        """The questions this process will ask of this system's conversation, this one first."""
+        from .question_pool import upcoming as upcoming_items
+        from .system_choice import SystemRun
+
+        run = request.node.callspec.params["beam_conversation"]
+        out: list[ProbingQuestion] = []
+        for item in upcoming_items(request.session, request.node):
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            if params.get("beam_conversation") != run:  # a run's items are contiguous: its last one passed
+                break
+            question = params.get("beam_question")
+            if isinstance(question, ProbingQuestion):
+                out.append(question)
+        return out if isinstance(run, SystemRun) else [beam_question]
+
+    return beam_session.questions.record_of(
         beam_question, beam_conversation,
-        unjudged_answer=lambda result: record_unjudged(result, request.node.user_properties))
+        unjudged_answer=lambda result: record_unjudged(result, request.node.user_properties), upcoming=upcoming)

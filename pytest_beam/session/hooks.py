@@ -60,9 +60,11 @@ class BeamSessionPlugin:
     def pytest_collection_modifyitems(self, session: pytest.Session,
                                       items: list[pytest.Item]) -> Generator[None, None, None]:
         """The suite's items go in before every other implementation; after them all (pytest's
-        fixture reordering included) they are put back in (system, conversation, question) order."""
+        fixture reordering, -k, -m and --lf included) a shard keeps its conversations' items and
+        they are put back in (system, conversation, question) order."""
         question_items.add_question_items(self.session, session, items)
         result = yield
+        question_items.keep_shard(self.session, session.config, items)
         question_items.order_items(items)
         return result
 
@@ -192,6 +194,7 @@ class BeamSessionPlugin:
         try:
             if not beam.is_worker and exitstatus != pytest.ExitCode.INTERRUPTED and not beam.terminate.received:
                 self._judge_check(session)
+            beam.models.halt()  # before the parts close and the record counts what was sent
             beam.close()
             beam.endpoint.stop()
             if beam.progress is not None:

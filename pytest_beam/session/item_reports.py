@@ -34,7 +34,8 @@ class CrashedAttempt:
 
     worker: str  # gw0, gw1, ...
     error: str  # xdist's "worker 'gw1' crashed while running ..."
-    usage: Snapshot  # the worker's calls after its last part: what this attempt paid for
+    usage: Snapshot  # the worker's calls after its last part: what this attempt paid for (with questions
+    # answered ahead beside it on that worker, question_pool.py, theirs too: the crash names one item)
     rerun: bool  # whether xdist runs the item again
 
 

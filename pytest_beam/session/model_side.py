@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 class TraceWriter:
     """Appends every model call and agent step to this process's part of the run's trace.
 
-    A line the disk refuses (full, read-only) is counted as lost (:attr:`log`), never raised into
-    the call or the step it describes: the run says at its end how many it could not keep. The
-    folder is made on the first event, not for a run that calls nothing."""
+    Each event carries where in the run it happened (phase, question or conversation, system): the
+    `context` of the work that runs alone (an outside system's library calls from the relay's
+    thread see it too), or a thread's own (`thread_context`) for a question answered beside others.
+    A line the disk refuses (full, read-only) is counted as lost (:attr:`log`), never raised into the
+    call or the step it describes: the run says at its end how many it could not keep.
+    """
 
     def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
         from ..files import LineLog
@@ -37,9 +40,18 @@ class TraceWriter:
         self.secrets = secrets
         self.context: dict[str, str] = {}  # where in the run: phase, question or conversation, system
         self.log = LineLog(path, keep_unwritten=False)
+        self._thread = threading.local()
+
+    def set_context(self, context: dict[str, str], thread_only: bool) -> None:
+        """Where the next events happen: for this thread only, or for every thread without its own."""
+        if thread_only:
+            self._thread.context = context
+        else:
+            self.context = context
 
     def __call__(self, event: Mapping[str, object]) -> None:
-        line = json.dumps({**self.context, **event}, default=str, sort_keys=True)
+        context = getattr(self._thread, "context", None) or self.context
+        line = json.dumps({**context, **event}, default=str, sort_keys=True)
         for secret in self.secrets:
             line = line.replace(secret, "***")
         self.log.append(line)
@@ -149,6 +161,12 @@ class ModelSide:
         if cache is not None:
             logs["responses not cached"] = cache
         return logs
+
+    def halt(self) -> None:
+        """The run stops: no model request goes out of this process any more (a question answered
+        ahead in a thread would otherwise send one after its record was written)."""
+        if self._client is not None:
+            self._client.halt("the run has stopped")
 
     def relay_counts(self) -> dict[str, dict[str, int]]:
         """Requests this process's relay received, per system; nothing if it never started."""

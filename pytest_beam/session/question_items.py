@@ -94,6 +94,47 @@ def question_params(session: BeamSession) -> list[ParameterSet]:
     return params
 
 
+def keep_shard(session: BeamSession, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--beam-shard=K/N: the suite's items of the other shards' conversations are deselected, after
+    -k, -m and --lf chose (so every shard starts from the same selection), and what the shard is
+    goes to the run's results for the record: this shard's conversations, every shard's, and every
+    item of the whole run, which `pytest-beam merge` holds the shards' records against."""
+    spec = session.settings.shard
+    if not spec:
+        return
+    from ..data.ids import item_id_of_nodeid
+    from ..data.shards import assign, parse_shard
+    from ..memory.chunking import chunk_documents
+    from ..results.schema import ShardInfo
+
+    shard = parse_shard(spec)
+    documents = session.bench_set.documents
+    order = list(documents)
+    sizes = {c: len(chunk_documents(documents[c], session.settings.chunk_tokens)) for c in order}
+    assignment = assign(sizes, order, shard.count)
+    mine = set(assignment[shard.index - 1])
+    run_questions: list[tuple[int, str]] = []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        run = getattr(getattr(item, "callspec", None), "params", {}).get("beam_conversation")
+        index = _suite_index(item)
+        if index is None or run is None:
+            keep.append(item)
+            continue
+        item_id = item_id_of_nodeid(item.nodeid)
+        run_questions.append((index, str(item_id) if item_id is not None else item.nodeid))
+        (keep if run.conversation_id in mine else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    session.results.shard = ShardInfo(index=shard.index, count=shard.count,
+                                      conversations=list(assignment[shard.index - 1]),
+                                      assignment=[list(a) for a in assignment],
+                                      run_questions=[qid for _, qid in sorted(run_questions)])  # the run's order
+    session.results.persist()  # an xdist worker's part carries it to the controller
+
+
 def order_items(items: list[pytest.Item]) -> None:
     """The suite's items in their parameter order: each system's questions, conversation by conversation.
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..llm.adaptive_limit import limits
 from .item_reports import CrashedAttempt, ReportedItem, ResultError
 from .worker_parts import RelayCounts, WorkerEnd, WorkerPart, WriteFault, part_of, read_parts, usage_journal, write_part
 
@@ -33,9 +34,10 @@ if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
     from ..data.sets import BenchmarkSet
     from ..files import WriteLog
+    from ..llm.adaptive_limit import LimitState
     from ..llm.meter import Snapshot
     from ..results.question_record import NotRunQuestion, QuestionRecord
-    from ..results.schema import IngestEntry, RunRecord
+    from ..results.schema import IngestEntry, RunRecord, ShardInfo
     from ..settings import Settings
     from ..system import IngestReport
     from .calibration_at_finish import SessionJudgeCheck
@@ -61,6 +63,8 @@ class RunResults:
         self.ingest: dict[str, IngestEntry] = {}
         self.meter: Snapshot = {}
         self.relay: RelayCounts = {}  # the model relay's requests, from every process
+        self.limits: dict[str, list[LimitState]] = {}  # process -> its endpoints' adaptive limits
+        self.shard: ShardInfo | None = None  # set by collection on a --beam-shard run (a worker's, under xdist)
         self.started = started
         self.record: RunRecord | None = None
         self.cap_line: str | None = None  # set by finish when the spend cap stopped every question
@@ -97,7 +101,7 @@ class RunResults:
                     self.part_error = write_error_text(exc, self.parts)
 
     def _part(self) -> WorkerPart:
-        return part_of(self.ingest, self.relay_counts(), self.metered())
+        return part_of(self.ingest, self.relay_counts(), self.metered(), limits(), self.shard)
 
     def _restore_logs(self) -> None:
         """This process's logs written back where they belong when their folder was deleted under them."""
@@ -243,7 +247,10 @@ class RunResults:
         parts = {path.stem: part for path, part in read_parts(self.parts)}
         parts.update({name: end.part for name, end in self.ended.items()})
         self.faults = [*self.own_faults(), *(fault for end in self.ended.values() for fault in end.faults)]
-        for _, part in sorted(parts.items()):
+        for name, part in sorted(parts.items()):
+            if part.limits:
+                self.limits[name] = part.limits
+            self.shard = self.shard or part.shard  # every worker collects the same
             for key, info in part.ingest.items():
                 if info.failed is None or key not in self.ingest:  # a finished ingest wins over a failed one
                     self.ingest[key] = info
@@ -254,7 +261,7 @@ class RunResults:
         stopped entirely is not a green one: USAGE_ERROR, with :attr:`cap_line` saying why).
         ``stopped``: why pytest stopped before the end (-x, --maxfail), when it did."""
         from ..llm import Usage, add_usage
-        from ..results.build import build_record
+        from ..results.build import build_record, endpoint_limits
 
         plan = self.plan
         self.merge_parts()
@@ -271,6 +278,8 @@ class RunResults:
                 plan.run_dir.parent.rmdir()  # only when empty: it holds no other run
             return exitstatus
         add_counts(self.relay, self.relay_counts())
+        if limits():
+            self.limits[plan.process_name] = limits()
         check = self.judge_check
         if check is not None and check.usage:  # made on the controller by its own client, before the questions
             add_usage(self.meter, {"judge check": sum(check.usage.values(), Usage())})
@@ -280,7 +289,8 @@ class RunResults:
             interrupted_by=self.interrupted_by, systems=self.systems, relay=self.relay,
             judge_check=check.check if check else None, judge_check_error=check.error if check else None,
             write_faults=[fault.text() for fault in self.faults], not_run=self.not_run(exitstatus, stopped),
-            selected_questions=len(self.selected) or None, stopped=stopped)
+            selected_questions=len(self.selected) or None, stopped=stopped,
+            endpoint_limits=endpoint_limits(self.limits), shard=self.shard)
         return self._write(exitstatus)
 
     def _write(self, exitstatus: int) -> int:

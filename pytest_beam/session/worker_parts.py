@@ -24,9 +24,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..files import atomic_write
+from ..llm.adaptive_limit import LimitState
 from ..llm.meter import Usage
 from ..results.record_base import IN_RUN
-from ..results.schema import IngestEntry
+from ..results.schema import IngestEntry, ShardInfo
 
 __all__ = ["PartError", "WorkerEnd", "WorkerPart", "WriteFault", "read_parts", "usage_journal", "write_part"]
 
@@ -39,12 +40,15 @@ class PartError(ValueError):
 
 
 class WorkerPart(BaseModel):
-    """One process's ingests, by run key, its model relay's request counts and its meter as of the write."""
+    """One process's ingests, by run key, its model relay's request counts, its endpoints' limits and
+    its meter as of the write."""
 
     model_config = ConfigDict(extra="forbid")  # written and read by the same version within a run
 
     ingest: dict[str, IngestEntry] = Field(default_factory=dict)
     relay: RelayCounts = Field(default_factory=dict)
+    limits: list[LimitState] = Field(default_factory=list)
+    shard: ShardInfo | None = None  # what the worker's collection chose of a --beam-shard run
     metered: dict[str, Usage] = Field(default_factory=dict, description="The process's meter when the part was written")
 
 
@@ -90,8 +94,9 @@ def write_part(parts: Path, process_name: str, part: WorkerPart) -> None:
     atomic_write(part_path(parts, process_name), part.model_dump_json(context=IN_RUN))
 
 
-def part_of(ingest: Mapping[str, IngestEntry], relay: RelayCounts, metered: Mapping[str, Usage]) -> WorkerPart:
-    return WorkerPart(ingest=dict(ingest), relay=relay, metered=dict(metered))
+def part_of(ingest: Mapping[str, IngestEntry], relay: RelayCounts, metered: Mapping[str, Usage],
+            limits: list[LimitState] | None = None, shard: ShardInfo | None = None) -> WorkerPart:
+    return WorkerPart(ingest=dict(ingest), relay=relay, metered=dict(metered), limits=list(limits or []), shard=shard)
 
 
 def read_parts(parts: Path) -> list[tuple[Path, WorkerPart]]:

@@ -9,7 +9,7 @@ never sent: BM25 says nothing about them. Ties go to the later message (higher i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
@@ -64,6 +64,7 @@ class BM25System(MemorySystem):
     """Top-k messages by BM25, fitted to the context budget."""
 
     name = "bm25"
+    answers_concurrently: ClassVar[bool] = True  # the index is only read once built
 
     def __init__(self, context: SystemContext, k: int | None = None, context_tokens: int | None = None) -> None:
         self.context = context

@@ -56,6 +56,7 @@ class GoldEvidenceCeiling(MemorySystem):
 
     name = "gold-evidence"
     measurement_aid: ClassVar[bool] = True
+    answers_concurrently: ClassVar[bool] = True  # the messages are only read once ingested
 
     def __init__(self, context: SystemContext, context_tokens: int | None = None) -> None:
         if context.gold_evidence is None:

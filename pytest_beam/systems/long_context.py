@@ -7,7 +7,7 @@ the current state needs, and a reader with a full window of recent chat is the f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
@@ -34,6 +34,7 @@ class LongContextSystem(MemorySystem):
     """Answers from as much of the chat as fits the budget, newest messages kept."""
 
     name = "long-context"
+    answers_concurrently: ClassVar[bool] = True  # the chat is only read once ingested
 
     def __init__(self, context: SystemContext, context_tokens: int | None = None) -> None:
         self.context = context

@@ -119,7 +119,8 @@ def test_a_result_travels_on_its_report_once_and_gets_the_report_s_verdict(tmp_p
     worker.add_report(_report("setup", "passed"))
     worker.add_report(_report("call", "failed", _result().run_json()))
     part = json.loads((tmp_path / "parts" / "gw0.json").read_text())
-    assert set(part) == {"ingest", "relay", "metered"} and part["relay"] == {"mem0": {"chat": 2}}
+    assert set(part) == {"ingest", "relay", "limits", "shard", "metered"} and part["relay"] == {"mem0": {"chat": 2}}
+    assert "questions" not in part  # its endpoints' limits beside, never a question
 
     controller = _collector(tmp_path)
     controller.add_report(_report("setup", "passed"))
