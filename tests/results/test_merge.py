@@ -63,6 +63,25 @@ def test_an_absent_shard_leaves_its_questions_named_and_the_record_partial():
     assert merged.record.partial_reason == "shard 2/2 absent; 2 of the run's 4 items have no result"
 
 
+def test_the_merged_record_names_every_item_without_a_result_with_why():
+    """Issue 43: a shard's record names the questions it selected and did not run; the merge keeps
+    their reasons and names an absent shard's items, so not_run and questions cover the whole run."""
+    from pytest_beam.results.question_record import NotRunQuestion
+
+    one = shard(1, [question(RUN[0])]).model_copy(update={
+        "not_run": [NotRunQuestion(id=RUN[1], system="graphrag", conversation_id="1", ability="abstention",
+                                   reason="interrupted (SIGTERM)")], "write_faults": ["gw0: 3 trace lines not written"],
+        "phase_wall_seconds": {"judge": 4.0}})
+    record = merge_records([("a", one)], "merged").record
+    assert [(q.id, q.reason) for q in record.not_run] == [
+        (RUN[1], "interrupted (SIGTERM) (a)"), (RUN[2], "no record holds it: shard 2 absent"),
+        (RUN[3], "no record holds it: shard 2 absent")]
+    assert record.not_run[1].conversation_id == "4" and record.not_run[1].ability == "abstention"
+    assert record.selected_questions == 4 and record.partial is True
+    assert record.write_faults == ["shard 1/2: gw0: 3 trace lines not written"]
+    assert record.phase_wall_seconds == {}  # the shards' clocks are their own
+
+
 @pytest.mark.parametrize(("change", "named"), [
     ({"settings": {"chunk_tokens": 500}}, "--beam-chunk-tokens is 500 there and 1000 in a"),
     ({"commit": "def"}, "the commit is 'def' there and 'abc' in a"),
