@@ -55,7 +55,7 @@ def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_da
     side and the cap cuts both (a run the cap stopped entirely is no green run)."""
     with ScriptedModelServer(responder=LoopingAgent()) as server:
         proc = beam(project, server, beam_data_dir, "--beam-max-calls=18", "--beam-agent-steps=12",
-                    f"--beam-question-concurrency={width}")
+                    f"--beam-question-concurrency={width}", f"--junitxml={project / 'junit.xml'}")
         requests = server.request_count
     both_cut = width != "1"
     assert proc.returncode == (pytest.ExitCode.USAGE_ERROR if both_cut else 0), proc.stdout[-4000:]
@@ -69,6 +69,15 @@ def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_da
     assert len(answered) == (0 if both_cut else 1)
     assert all(q["score"] is not None for q in answered)  # what finished before the cap keeps its score
     assert sum(u["calls"] for u in record["usage"].values()) == 18  # everything measured is kept
+    # issue 43: the terminal, the record and JUnit tell the same story after the cap
+    import xml.etree.ElementTree as ET
+
+    cases = {c.get("name").split("[", 1)[1].rstrip("]"): {ch.tag for ch in c} & {"failure", "error", "skipped"}
+             for c in ET.parse(project / "junit.xml").getroot().iter("testcase")}
+    junit = {q: ("skipped" if kinds == {"skipped"} else "failed" if kinds else "passed") for q, kinds in cases.items()}
+    assert junit == {q["id"]: q["outcome"] for q in record["questions"]} and record["not_run"] == []
+    assert f"{len(skipped)} skipped" in proc.stdout.strip().splitlines()[-1]
+    assert record["exit_status"] == proc.returncode
 
 
 @pytest.mark.neo4j
