@@ -8,7 +8,7 @@ conversation (`conversations.py`) and every one left at the session's end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,11 +41,12 @@ class GraphServices:
                 self.say(line)  # minutes of Maven before the first start, once per machine
         return self._provider
 
-    def start(self, key: str, service_name: str | None = None) -> Neo4jConnection:
-        """Start the run's Neo4j once; the harness stops it with the conversation."""
+    def start(self, key: str, service_name: str | None = None, procedures: Sequence[str] = ()) -> Neo4jConnection:
+        """Start the run's Neo4j once, with the plugin procedures its system calls (services/procedures.py);
+        the harness stops it with the conversation."""
         if key not in self.services:
             provider = self._chosen_provider()
-            service = provider.create(service_name or f"conv{key}")
+            service = provider.create(service_name or f"conv{key}", procedures)
             self.services[key] = service
             self.connections[key] = service.start()
             self.collector.note_service(key, provider.name)
