@@ -166,7 +166,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", DEFAULT_BAR, float),
     Option("judge_fail_bar", "Share of right answers (BEAM's reference answers on their own rubric items, 'I don't know' to an abstention question) the judge may fail before the judge check warns that it is not to be trusted.", DEFAULT_FAIL_BAR, float),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
-    Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), 'all', or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
+    Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), the outside ones (mem0, graphiti, hindsight, cognee, lightrag, neo4j-graphrag, langmem; each needs its library installed), 'all' (the built-in ones), 'installed' (every system whose library is installed: a leaderboard), or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
     Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int),
 )

@@ -46,14 +46,26 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     # outside systems, each an extra: their libraries call models through the harness's relay
     "mem0": ("pytest_beam.systems.mem0_system", "Mem0System"),
     "graphiti": ("pytest_beam.systems.graphiti_system", "GraphitiSystem"),
+    "hindsight": ("pytest_beam.systems.hindsight_system", "HindsightSystem"),
+    "cognee": ("pytest_beam.systems.cognee_system", "CogneeSystem"),
+    "lightrag": ("pytest_beam.systems.lightrag_system", "LightRAGSystem"),
+    "neo4j-graphrag": ("pytest_beam.systems.neo4j_graphrag_system", "Neo4jGraphRAGSystem"),
+    "langmem": ("pytest_beam.systems.langmem_system", "LangMemSystem"),
 }
 DEFAULT_SYSTEM = "graphrag"
 # Known without importing the module (the harness decides what to lend before making a system);
 # a test checks it against each class's `measurement_aid`.
 MEASUREMENT_AIDS: frozenset[str] = frozenset({"gold-evidence"})
 # Outside memory systems: name -> (the module their extra installs, the extra). `all` leaves them out
-# (each needs its extra installed); name them in --beam-system to compare them.
-OUTSIDE_SYSTEMS: dict[str, tuple[str, str]] = {"mem0": ("mem0", "mem0"), "graphiti": ("graphiti_core", "graphiti")}
+# (each needs its extra installed); `installed` takes those whose library is installed.
+OUTSIDE_SYSTEMS: dict[str, tuple[str, str]] = {
+    "mem0": ("mem0", "mem0"), "graphiti": ("graphiti_core", "graphiti"), "hindsight": ("hindsight_api", "hindsight"),
+    "cognee": ("cognee", "cognee"), "lightrag": ("lightrag", "lightrag"),
+    "neo4j-graphrag": ("neo4j_graphrag", "neo4j-graphrag"), "langmem": ("langmem", "langmem"),
+}
+# Outside systems whose pins cannot live beside pytest-beam's (openai < 3): each runs in its own
+# virtual environment, made by `pytest-beam install-system NAME` (own_env.py), as a child process.
+OWN_ENV_SYSTEMS: frozenset[str] = frozenset({"hindsight", "cognee"})
 
 
 def builtin_names() -> tuple[str, ...]:
@@ -65,12 +77,22 @@ def missing_extra(name: str) -> str | None:
     """For an outside system whose library is not installed: the line saying how to install it."""
     if name not in OUTSIDE_SYSTEMS:
         return None
+    module, extra = OUTSIDE_SYSTEMS[name]
+    if name in OWN_ENV_SYSTEMS:
+        from .own_env import missing_env
+
+        return missing_env(name)
     from importlib.util import find_spec
 
-    module, extra = OUTSIDE_SYSTEMS[name]
     if find_spec(module) is not None:
         return None
     return f"--beam-system={name} needs its library: pip install 'pytest-beam[{extra}]'"
+
+
+def installed_names() -> tuple[str, ...]:
+    """Every registered system this machine can run: the built-in ones (baselines and the ceiling
+    included) and each outside one whose library is installed (what `--beam-system=installed` means)."""
+    return tuple(n for n in _ENTRIES if missing_extra(n) is None)
 
 
 class UnknownSystem(ValueError):
@@ -142,6 +164,7 @@ def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
     return names
 
 
-__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "builtin_names", "missing_extra", "Factory",
+__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "OWN_ENV_SYSTEMS", "builtin_names", "missing_extra",
+           "installed_names", "Factory",
            "UnknownSystem", "estimate_of", "is_measurement_aid", "make_system", "parse_system_list", "system_class",
            "system_factory", "system_names"]
