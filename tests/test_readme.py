@@ -30,12 +30,15 @@ def test_the_first_command_is_the_embedded_lite_run_on_a_fresh_clone(readme):
     assert second.endswith("BEAM_DATA=../shared/beam .venv/bin/pytest tests -rs")
 
 
-def test_the_live_stage_runs_the_same_command(readme):
-    from tests.live.test_live_lite import readme_command
+def test_the_live_stage_runs_the_same_command(readme, monkeypatch):
+    """Where the live stage and the recorders run the command themselves (CI keeps the README's own run)."""
+    from tests.live.first_command import embedded_env, readme_command
 
     args = readme_command(Path("/out"), Path("/c.jsonl"))
-    assert args[1:5] == ["-m", "pytest", "-m", "lite"]
+    assert bash_blocks(readme)[0].endswith(".venv/bin/pytest -m lite") and args[1:5] == ["-m", "pytest", "-m", "lite"]
     assert not any(a.startswith(("--beam-base-url", "--beam-model")) for a in args)
+    monkeypatch.setenv("BEAM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert "BEAM_BASE_URL" not in embedded_env(Path("/data"))  # no endpoint: the embedded model
 
 
 def test_usage_lines_go_through_the_venv(readme):

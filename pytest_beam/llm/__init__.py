@@ -18,6 +18,7 @@ Typical wiring::
     parsed = client.structured(role="extraction", messages=[...], schema=Extraction)
 """
 
+from .adaptive_limit import endpoint_limit
 from .budget import CALLS_FLAG, TOKENS_FLAG, Budget, FileBudget
 from .cache import CorruptCacheEntry, ResponseCache, cache_key, canonical_json, fingerprint
 from .cassette import MODES as RECORD_MODES
@@ -28,11 +29,11 @@ from .errors import BudgetExceeded, CassetteError, CassetteMiss, ModelEndpointEr
 from .meter import Meter, Usage, UsageJournal, read_journals, snapshot_from_dict, snapshot_to_dict
 from .replies import ChatResult, StructuredResult, ToolCall
 from .structured import StructuredParseError, extract_json_object, parse_structured
-from .transport import endpoint_semaphore, parse_retry_after
+from .transport import parse_retry_after
 
 __all__ = [
     "Role", "ROLES", "EMBEDDING_ROLE", "EndpointConfig", "RoleModels",
-    "ModelClient", "ChatResult", "StructuredResult", "ToolCall", "endpoint_semaphore", "parse_retry_after",
+    "ModelClient", "ChatResult", "StructuredResult", "ToolCall", "endpoint_limit", "parse_retry_after",
     "Usage", "Meter", "UsageJournal", "read_journals", "snapshot_to_dict", "snapshot_from_dict",
     "Budget", "FileBudget", "CALLS_FLAG", "TOKENS_FLAG",
     "ResponseCache", "CorruptCacheEntry", "cache_key", "canonical_json", "fingerprint",

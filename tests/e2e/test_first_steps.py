@@ -80,18 +80,18 @@ def test_a_dry_run_with_a_cap_compares_the_estimate_with_it(project, beam_data_d
 
 @pytest.mark.e2e
 @pytest.mark.neo4j
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
 def test_first_steps_say_what_they_do_and_leave_no_empty_run_folder(project, beam_data_dir, model_server,
-                                                                    tmp_path_factory, workers):
+                                                                    tmp_path_factory):
+    """Under xdist, where a worker's line must reach the terminal before its step; in one process the
+    README's first command shows the same lines (tests/live/test_live_lite.py)."""
     (project / "conftest.py").write_text(PROBE)
     cache = tmp_path_factory.mktemp("fresh-cache")
-    proc = run(project, beam_data_dir, "--beam-mode=full", "--beam-conversations=4", "-k", "abstention", *workers,
+    proc = run(project, beam_data_dir, "--beam-mode=full", "--beam-conversations=4", "-k", "abstention", "-n", "2",
                f"--beam-base-url={model_server.base_url}", "--beam-model=m", "--beam-max-calls=100000",
                "--beam-max-tokens=100000000", "--beam-neo4j-start-timeout=600", env={"BEAM_CACHE_DIR": str(cache)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     out = proc.stdout.splitlines()
-    # the conversation's worker, whichever it is ("[gw0] " or "[gw1] "), or nothing in one process
-    prefix = re.compile(r"\[gw\d+\] " if workers else "")
+    prefix = re.compile(r"\[gw\d+\] ")  # the conversation's worker, whichever it is
     jars = [line for line in out
             if "Neo4j: resolving the Neo4j 5.26.30 jars with Maven into ~/.m2 (about 130 MB" in line]
     embedder = [line for line in out if f"embedder: building the int8 MiniLM model once into {cache}" in line]

@@ -67,12 +67,6 @@ def test_a_run_with_the_judge_check_shows_it_beside_the_scores(tmp_path, scripte
     assert html.escape("The judge is above the bar (kappa 1.00 >= 0.60, right answers failed 0.00 <= 0.15).") in page
 
 
-def test_auto_leaves_the_check_out_for_a_judge_that_is_not_the_embedded_model(tmp_path, scripted, beam_data_dir):
-    done = _run(tmp_path, scripted, beam_data_dir)
-    assert done.returncode == 0, done.stdout[-4000:]
-    assert "judge check" not in done.stdout and _record(tmp_path).get("judge_check") is None
-
-
 def test_a_typo_in_the_judge_check_is_a_usage_error(tmp_path, scripted, beam_data_dir):
     done = _run(tmp_path, scripted, beam_data_dir, "--beam-judge-check=sometimes", "--co")
     assert done.returncode == 4

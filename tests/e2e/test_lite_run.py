@@ -94,6 +94,8 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
     record = json.loads(record_files[0].read_text())
     assert sorted(q["id"] for q in record["questions"]) == IDS
     assert record["usage"]["extraction"]["calls"] >= 1 and record["usage"]["judge"]["calls"] == 3
+    # --beam-judge-check's default (auto) leaves the check out for a judge that is not the embedded model
+    assert "judge check" not in first.stdout and record.get("judge_check") is None
     assert (project / "results" / "NOTICE").exists()
     report = subprocess.run([sys.executable, "-m", "pytest_beam", "report", "--results", str(project / "results")],
                             capture_output=True, text=True, cwd=project)

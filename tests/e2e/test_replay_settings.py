@@ -1,5 +1,6 @@
 """Issue 16 point 5 end to end: a cassette recorded with some settings replays with no flag but
-the cassette's, and a replay whose flag changes a request names that setting in its error.
+the cassette's, and a replay whose flag changes a request names that setting in its error; a replay
+of another question set names the question set's difference (issue 32 item 2).
 
 Real local Neo4j, the scripted model for the recording, the plugin in a subprocess as a user runs it.
 """
@@ -19,8 +20,8 @@ from tests.model_server import ScriptedModelServer
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 
 
-def beam(project, beam_data_dir, *args):
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite", "-rA",
+def beam(project, beam_data_dir, *args, select=("-m", "lite")):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", *select, "-rA",
            f"--beam-data={beam_data_dir}", "--beam-neo4j=local", "--beam-cache=off",
            f"--beam-results={project / 'results'}", "--beam-snapshot=off", *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BEAM_", "OPENAI_"))}
@@ -39,6 +40,7 @@ def test_a_replay_needs_only_the_cassette_and_a_miss_names_the_setting(tmp_path,
     header = json.loads(cassette.read_text().splitlines()[0])
     assert header["settings"]["model"] == "scripted" and header["settings"]["tool_mode"] == "json"
     assert header["settings"]["agent_steps"] == 5 and header["settings"]["pass_score"] == 0.25
+    assert header["questions"] == {"mode": "lite", "conversations": None, "keep_markers": False}, header
 
     replay = beam(tmp_path, beam_data_dir, "--beam-record-mode=none", "--beam-cassette", str(cassette))
     assert replay.returncode == 0, replay.stdout[-4000:] + replay.stderr[-2000:]
@@ -48,3 +50,12 @@ def test_a_replay_needs_only_the_cassette_and_a_miss_names_the_setting(tmp_path,
                    "--beam-tool-mode=native")
     assert changed.returncode != 0
     assert "--beam-tool-mode was 'json' when recorded, 'native' in this run" in changed.stdout, changed.stdout[-4000:]
+
+    # the same lite cassette replayed on another question set: the misses name the question set
+    other = beam(tmp_path, beam_data_dir, "--beam-record-mode=none", f"--beam-cassette={cassette}",
+                 "--beam-mode=full", "--beam-conversations=1", "-x", select=())
+    assert other.returncode != 0, other.stdout[-4000:]
+    assert "This run's settings match" not in other.stdout, other.stdout[-4000:]
+    assert "recorded on a different question set: " in other.stdout, other.stdout[-4000:]
+    assert "--beam-mode was 'lite' when recorded, 'full' in this run" in other.stdout
+    assert "--beam-conversations was None when recorded, '1' in this run" in other.stdout

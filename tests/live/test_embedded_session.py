@@ -104,7 +104,7 @@ def test_xdist_workers_use_the_controllers_one_embedded_model_and_it_stops(proje
     proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=900,
                           env=clean_env(project / "out"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert proc.stdout.count("embedded model: starting llama-server") == 1, proc.stdout
+    assert proc.stdout.count("embedded model: starting llama.cpp's server") == 1, proc.stdout
     rows = [json.loads(p.read_text()) for p in sorted((project / "out").glob("*.json"))]
     assert len(rows) == 2 and {r["worker"] for r in rows} == {"gw0", "gw1"}, rows
     assert len({r["base_url"] for r in rows}) == 1 and rows[0]["base_url"].startswith("http://127.0.0.1:")

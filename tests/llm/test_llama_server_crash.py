@@ -1,77 +1,104 @@
-"""A llama-server that crashes at model load (pip's native build on a CPU with AMX: SIGSEGV in
-ggml's AMX kernels) is started once more without weight repacking, and a second crash is one line
-that says how to rebuild it. The server here is a real process that dies the way that build did."""
+"""A model server that dies at load is one clear error, tried once, and nothing else is stopped.
+
+The server here is the product's own child (llama.cpp's prebuilt server in a child Python
+process): its model file is a FIFO, so loading blocks, and the test kills the child with SIGSEGV
+while it loads, as a build that cannot run on a CPU dies. A ``llama-server`` binary given in its
+place (the bench's source build) is held to the same rule."""
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
+import time
 
 import pytest
 
-from pytest_beam.llm.llama_server import NO_REPACK, LlamaServer, LlamaServerCrashed, cpu_advertises_amx
+from pytest_beam.llm import llama_server
+from pytest_beam.llm.llama_server import LlamaServer, LlamaServerCrashed
+
+_REASON = None
+try:
+    llama_server.require_server()
+except llama_server.LlamaServerUnavailable as exc:
+    _REASON = str(exc)
+needs_server = pytest.mark.skipif(_REASON is not None, reason=f"the local extra is not installed: {_REASON}")
 
 
-def crashing_binary(tmp_path, crash_with_repack_only: bool):
-    calls = tmp_path / "calls.txt"
-    script = tmp_path / "llama-server"
-    condition = f'case " $* " in *" {NO_REPACK} "*) exec sleep 60;; esac\n' if crash_with_repack_only else ""
-    script.write_text("#!/bin/sh\n"
-                      f'echo "$*" >> "{calls}"\n'
-                      'echo "load_tensors: loading model"\n'
-                      f"{condition}"
-                      "kill -SEGV $$\n")
-    script.chmod(0o755)
-    return script, calls
+def segv_while_loading(server: LlamaServer, after: float = 1.0) -> threading.Thread:
+    """SIGSEGV to the server's process once it has started loading (a FIFO never finishes)."""
+
+    def kill() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (server.proc is None or "loading model" not in server.log_tail()):
+            time.sleep(0.1)
+        time.sleep(after)
+        if server.proc is not None:
+            os.kill(server.proc.pid, signal.SIGSEGV)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread
 
 
-@pytest.mark.parametrize("amx", [False, True], ids=["cpu-without-amx", "cpu-with-amx"])
-def test_a_crash_at_load_is_tried_again_without_repacking(tmp_path, monkeypatch, amx):
-    """Without AMX the first start repacks and its crash is tried once more without; with AMX the
-    first start already has no repacking, so its crash is the last word (nothing else to try).
-    The CPU's word is set here: the test expected two tries on every machine and failed on this
-    one, whose CPU advertises AMX."""
-    from pytest_beam.llm import llama_server
-
-    monkeypatch.setattr(llama_server, "cpu_advertises_amx", lambda *args: amx)
-    binary, calls = crashing_binary(tmp_path, crash_with_repack_only=False)
-    server = LlamaServer(tmp_path / "m.gguf", alias="m", binary=binary, startup_timeout=10)
+@needs_server
+def test_a_crash_at_load_is_one_error_naming_the_signal_and_the_server_is_gone(tmp_path):
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    server = LlamaServer(fifo, alias="m", threads=1, startup_timeout=60)
+    killer = segv_while_loading(server)
     with pytest.raises(LlamaServerCrashed) as err:
         server.start()
-    assert f"code {-signal.SIGSEGV}" in str(err.value)
-    tries = calls.read_text().splitlines()
-    assert len(tries) == (1 if amx else 2) and tries[-1].split().count(NO_REPACK) == 1
-    assert (NO_REPACK in tries[0]) == amx  # on a CPU with AMX it is there from the start
+    killer.join()
+    assert str(err.value).startswith("the model server was killed by SIGSEGV (exit code -11) before it was ready")
+    assert "loading model" in str(err.value)  # the tail of the server's own log
+    assert server.proc is not None and server.proc.returncode == -signal.SIGSEGV and not server.running
 
 
-def test_the_retry_without_repacking_is_the_one_that_runs(tmp_path):
-    binary, calls = crashing_binary(tmp_path, crash_with_repack_only=True)
-    server = LlamaServer(tmp_path / "m.gguf", alias="m", binary=binary, startup_timeout=3)
-    with pytest.raises(Exception) as err:  # this stand-in never answers /health: a timeout, not a crash
-        server.start()
-    assert not isinstance(err.value, LlamaServerCrashed) and "not ready after" in str(err.value)
-    assert NO_REPACK in calls.read_text().splitlines()[-1]
-    assert not server.running
-
-
-def test_the_embedded_model_says_in_one_line_how_to_rebuild(tmp_path, monkeypatch):
+@needs_server
+def test_the_embedded_model_says_in_one_line_that_its_server_crashed(tmp_path, monkeypatch):
     from pytest_beam.llm import embedded
 
     if embedded.unavailable_reason() is not None:
         pytest.skip(embedded.unavailable_reason())
-    binary, _ = crashing_binary(tmp_path, crash_with_repack_only=False)
-    monkeypatch.setattr(embedded, "_binary", lambda: binary)
-    model = embedded.EmbeddedModel(startup_timeout=10)
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(embedded, "assemble_gguf", lambda path, progress: fifo)  # the file check is not this test's
+    model = embedded.EmbeddedModel(threads=1, startup_timeout=60)
+    launch = LlamaServer._launch
+
+    def launch_and_arm(self, port):
+        launch(self, port)
+        segv_while_loading(self)
+
+    monkeypatch.setattr(LlamaServer, "_launch", launch_and_arm)
     with pytest.raises(embedded.EmbeddedModelError) as err:
         model.start()
     message = str(err.value)
     assert "\n" not in message
-    assert "crashed at model load" in message and "LLAMA_REBUILD=1" in message and "install-live-model.sh" in message
+    assert message.startswith("embedded model: the model server was killed by SIGSEGV (exit code -11) before it "
+                              f"was ready while loading {fifo}"), message
+    assert "nothing else was stopped" in message and not model.running
 
 
-def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
-    info = tmp_path / "cpuinfo"
-    info.write_text("flags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n")
-    assert cpu_advertises_amx(info)
-    info.write_text("flags\t\t: fpu avx2 avx512f avx512_vnni\n")
-    assert not cpu_advertises_amx(info)
-    assert not cpu_advertises_amx(tmp_path / "missing")
+def test_a_source_built_binary_that_crashes_is_tried_once(tmp_path):
+    calls = tmp_path / "calls.txt"
+    binary = tmp_path / "llama-server"
+    binary.write_text(f'#!/bin/sh\necho "$*" >> "{calls}"\necho "load_tensors: loading model"\nkill -SEGV $$\n')
+    binary.chmod(0o755)
+    server = LlamaServer(tmp_path / "m.gguf", alias="m", binary=binary, startup_timeout=10)
+    with pytest.raises(LlamaServerCrashed) as err:
+        server.start()
+    assert "killed by SIGSEGV" in str(err.value) and "load_tensors: loading model" in str(err.value)
+    tries = calls.read_text().splitlines()
+    assert len(tries) == 1 and tries[0].startswith(f"--model {tmp_path / 'm.gguf'} --alias m --host 127.0.0.1")
+
+
+def test_the_child_refuses_a_flag_it_does_not_know(tmp_path):
+    """One command line serves both servers, so the child must not drop a flag it cannot honour."""
+    server = LlamaServer(tmp_path / "m.gguf", alias="m", extra_args=["--no-such-flag"], startup_timeout=30)
+    if _REASON is not None:
+        pytest.skip(_REASON)
+    with pytest.raises(llama_server.LlamaServerError) as err:
+        server.start()
+    assert "exited with code 2" in str(err.value) and "unrecognized arguments: --no-such-flag" in str(err.value)

@@ -14,6 +14,7 @@ from pytest_beam.services import Neo4jServiceDown, open_driver
 pytestmark = pytest.mark.neo4j
 
 
+@pytest.mark.slow  # starts a JVM (or a run) of its own
 def test_a_killed_server_during_agent_reads_raises_service_down_naming_the_conversation(tmp_path):
     from pytest_beam.memory.graph_schema import install_schema
     from pytest_beam.memory.tools import ToolBox

@@ -72,6 +72,7 @@ def test_a_killed_writer_leaves_no_archive_and_a_dead_holders_lock_is_taken_over
     again.finish()
 
 
+@pytest.mark.slow  # starts a JVM (or a run) of its own
 def test_after_one_clean_stop_servers_start_from_the_archive(tmp_path):
     why = LocalNeo4jProvider.unavailable_reason()
     if why:

@@ -30,6 +30,7 @@ def _count(driver, database, label):
     return rows[0]["c"]
 
 
+@pytest.mark.slow  # starts a JVM (or a run) of its own
 def test_lifecycle_merge_fulltext_vector_then_clean_stop(neo4j_provider):
     service = neo4j_provider.create("lifecycle")
     conn = service.start()
@@ -148,6 +149,7 @@ def test_external_refuses_foreign_database(local_neo4j, neo4j_driver):
     assert provider.describe() == f"external ({conn.uri}, the default database)"
 
 
+@pytest.mark.slow  # starts a JVM (or a run) of its own
 def test_external_owns_empty_database_and_killed_jvm_is_attributed(neo4j_provider):
     """A second JVM: the external provider claims its empty database, wipes only what it owns;
     then the JVM is SIGKILLed mid-run and errors name that conversation."""
@@ -213,6 +215,7 @@ def test_start_failure_shows_server_log(tmp_path):
     assert list(tmp_path.iterdir()) == []  # its home was removed
 
 
+@pytest.mark.slow  # starts a JVM (or a run) of its own
 def test_a_port_another_server_takes_first_is_not_mistaken_for_ours(local_neo4j, neo4j_provider, monkeypatch):
     """Issue 32 item 8: the port a start picks is free when picked, and another Neo4j starting
     at the same time (another xdist worker's) can bind it first. The readiness check then reached
