@@ -1,0 +1,96 @@
+"""Hindsight, Cognee, LightRAG, neo4j-graphrag and LangMem beside the built-in system in one lite run (issue 44).
+
+The whole plugin in a subprocess with a real local Neo4j (graphrag's, and neo4j-graphrag's with the
+APOC procedures it calls), Hindsight and Cognee in their own environments as child processes
+(Hindsight on pg0's PostgreSQL), and the scripted model double extended to each library's prompts
+(tests/e2e/scripted_peers.py; a test double: nothing here says anything about the systems'
+quality). Every process of the run, the children included, refuses any connection that leaves the
+machine (tests/e2e/no_network). Checks: the twelve items pass; every library call was metered under
+its system's name and is exactly what the relay received and the double served; each system
+reports the messages its memories came from; nothing is left of any system's storage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_beam.systems import missing_extra
+from tests.e2e.scripted_peers import PeerAwareModel
+from tests.model_server import ScriptedModelServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
+LEADERS = ["hindsight", "cognee", "lightrag", "neo4j-graphrag", "langmem"]
+SYSTEMS = ["graphrag", *LEADERS]
+IDS = ["conv17:information_extraction:0", "conv17:multi_session_reasoning:0"]
+NO_NETWORK = Path(__file__).parent / "no_network"
+
+
+def calls(row: dict) -> int:
+    return row.get("calls", 0) + row.get("cached_calls", 0) + row.get("replayed_calls", 0) + row.get("errors", 0)
+
+
+@pytest.fixture(scope="module")
+def installed() -> None:
+    missing = [line for name in LEADERS if (line := missing_extra(name))]
+    if missing:
+        pytest.skip("; ".join(missing))
+
+
+def no_network_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BEAM_BASE_URL", "OPENAI_", "BEAM_MODEL"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(NO_NETWORK), *filter(None, [env.get("PYTHONPATH")])])
+    env["BEAM_CHILD_PYTHONPATH"] = str(NO_NETWORK)
+    env["BEAM_NETWORK_LOG"] = str(tmp_path / "network.log")
+    return env
+
+
+def test_the_published_leaders_beside_graphrag_offline_and_metered(installed, tmp_path, beam_data_dir):
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    model = PeerAwareModel()
+    with ScriptedModelServer(responder=model) as server:
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite", "-v",
+               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+               "--beam-neo4j=local", "--beam-cache=off", f"--beam-results={tmp_path / 'results'}",
+               f"--beam-system={','.join(SYSTEMS)}", "--beam-max-calls=400", "--beam-max-tokens=5000000",
+               "--beam-snapshot=off", "--beam-judge-check=off"]
+        run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1500,
+                             env=no_network_env(tmp_path))
+        chat_received = len(server.chat_requests)
+    out = run.stdout
+    assert run.returncode == 0, out[-6000:] + run.stderr[-3000:]
+    assert "12 passed" in out
+    assert not (tmp_path / "network.log").exists(), (tmp_path / "network.log").read_text()
+    assert model.unknown == []
+    for system in LEADERS:
+        assert model.served.get(system, 0) > 0, (system, model.served)
+
+    [record_file] = (tmp_path / "results").glob("*/record.json")
+    record = json.loads(record_file.read_text())
+    by_system = record["usage_by_system"]
+    assert list(by_system) == SYSTEMS
+    relay = record["relay"]
+    for system in LEADERS:
+        row = f"{system} extraction"
+        # the library's own calls: metered under its name, each one the relay received and the double served
+        assert calls(by_system[system][row]) == relay[system]["chat"] == model.served[system] > 0
+        assert relay[system]["errors"] == 0 and relay[system]["embeddings"] > 0
+        assert set(by_system[system]) == {row, "agent", "judge"}
+        assert calls(by_system[system]["agent"]) == 2  # one answering call per question, the shared prompt
+    assert chat_received == sum(calls(row) for row in record["usage"].values())
+
+    # every system names the messages its memories came from: message 18 answers the first question
+    recall = {(q["system"], q["id"]): q for q in record["questions"]}
+    for system in LEADERS:
+        first = recall[(system, IDS[0])]
+        assert first["evidence_recall"] == 1.0, (system, first["evidence_recall"])
+        assert first["outcome"] == "passed"
+    # nothing of any system's storage is left in the run's folders
+    run_dir = record_file.parent
+    leftovers = [p for s in LEADERS for p in run_dir.glob(f"conv17-{s}/*")]
+    assert leftovers == [], leftovers
