@@ -71,6 +71,10 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     # one ingest per (system, conversation)
     unfinished = len(finished) < len(conversations) or len(finished) < len(ingest)
     source = bench_set.source if bench_set else None
+    from .leaderboard import leaderboard
+
+    compared = system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {}
+    by_system = usage_by_system(questions, ingest, order) if several or relay else {}
     return RunRecord(
         run_id=run_id,
         started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
@@ -92,9 +96,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         exit_status=int(exitstatus),
         scoring=scoring_stamp(settings.scorer, settings.judge_runs), label=settings.label,
         system=order[0] if order else None,
-        systems=system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {},
-        usage_by_system=usage_by_system(questions, ingest, order) if several or relay else {},
-        relay=dict(relay or {}),
+        systems=compared, usage_by_system=by_system, relay=dict(relay or {}),
+        leaderboard=leaderboard(compared, by_system, records),
         judge_check=judge_check, judge_check_error=judge_check_error,
     )
 

@@ -27,6 +27,7 @@ from ..llm.config import EMBEDDING_ROLE
 from ..llm.config import ROLES as _CHAT_ROLES
 from ..scoring.judge_check import JudgeCheck
 from ..scoring.scores import ItemScore
+from .leaderboard import LeaderboardRow
 from .stats import AbilityStats, MeanInterval, OverallStats, SystemCell, SystemStats
 from .stats import RecordModel as _Model
 
@@ -254,6 +255,9 @@ class RunRecord(_Model):
         "meter row -> usage, ingest and questions together (relayed calls are the rows '<system> <role>')")
     relay: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Requests the model relay received per system: chat, embeddings, errors")
+    leaderboard: list[LeaderboardRow] = Field(
+        default_factory=list, description="With several systems: ranked by mean score, cost beside score "
+        "(results/leaderboard.py); a measurement aid last, unranked")
     phase_seconds: dict[str, float] = Field(default_factory=dict, description="ingest, agent, judge -> seconds")
     graph: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
@@ -299,6 +303,9 @@ class RunRecord(_Model):
                 if old is not None:
                     stats.ingest_calls, stats.ingest_tokens = old.ingest_calls, old.ingest_tokens
             update["systems"] = fresh
+            from .leaderboard import leaderboard
+
+            update["leaderboard"] = leaderboard(fresh, self.usage_by_system, self.questions)
         return self.model_copy(update=update)
 
     @property

@@ -1,0 +1,104 @@
+"""Several systems ranked, cost beside score: the record's `leaderboard`, the summary's and the page's rows.
+
+The rank is by overall mean score (higher first), ties by tokens per point (cheaper first), then by
+name. A system's cost is what its own memory and its answers took: every meter row of the system
+(its ingest, its library's calls through the relay, its answering calls) except the judge's, which
+scores every system alike and is shown apart. Tokens per point are the system's tokens divided by
+the points it scored (the sum of its question scores): what one point of BEAM's score cost it; a
+system that scored nothing has none. A measurement aid (`gold-evidence`) is listed after the
+ranked systems, unranked: it reads what no real system may.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from .stats import MeanInterval, RecordModel
+
+if TYPE_CHECKING:
+    from .schema import QuestionRecord, UsageRow
+    from .stats import SystemStats
+
+JUDGE_ROWS = ("judge",)
+
+
+class LeaderboardRow(RecordModel):
+    """One system's place and cost in a run that compared several."""
+
+    system: str
+    rank: int | None = Field(None, description="1 = the highest overall mean; None for a measurement aid")
+    measurement_aid: bool = False
+    n: int = Field(0, description="Questions with a score")
+    mean: float | None = None
+    interval: MeanInterval | None = None
+    evidence_recall: float | None = None
+    points: float = Field(0.0, description="Sum of the system's question scores")
+    calls: int = Field(0, description="The system's own model calls (ingest, its library's, answering), judge excluded")
+    tokens: int = Field(0, description="Prompt + completion tokens of those calls")
+    judge_calls: int = 0
+    judge_tokens: int = 0
+    tokens_per_point: float | None = Field(None, description="tokens / points (None when it scored nothing)")
+
+
+def _calls(row: UsageRow) -> int:
+    return row.calls + row.cached_calls + row.replayed_calls
+
+
+def leaderboard(systems: Mapping[str, SystemStats], usage_by_system: Mapping[str, Mapping[str, UsageRow]],
+                questions: Iterable[QuestionRecord]) -> list[LeaderboardRow]:
+    """The ranked rows of the systems in `systems` (empty when fewer than two were compared)."""
+    if len(systems) < 2:
+        return []
+    points: dict[str, float] = {}
+    for q in questions:
+        if q.scored and q.score is not None:
+            points[q.system or ""] = points.get(q.system or "", 0.0) + float(q.score)
+    rows = []
+    for name, stats in systems.items():
+        usage = usage_by_system.get(name, {})
+        own = [row for role, row in usage.items() if role not in JUDGE_ROWS]
+        judge = [row for role, row in usage.items() if role in JUDGE_ROWS]
+        tokens = sum(row.tokens for row in own)
+        scored = round(points.get(name, 0.0), 6)
+        rows.append(LeaderboardRow(
+            system=name, measurement_aid=stats.measurement_aid, n=stats.overall.n, mean=stats.overall.mean,
+            interval=stats.overall.interval, evidence_recall=stats.overall.evidence_recall, points=scored,
+            calls=sum(_calls(row) for row in own), tokens=tokens, judge_calls=sum(_calls(row) for row in judge),
+            judge_tokens=sum(row.tokens for row in judge),
+            tokens_per_point=round(tokens / scored, 1) if scored > 0 else None))
+    ranked = sorted((r for r in rows if not r.measurement_aid),
+                    key=lambda r: (-(r.mean if r.mean is not None else -1.0),
+                                   r.tokens_per_point if r.tokens_per_point is not None else float("inf"), r.system))
+    for k, row in enumerate(ranked, start=1):
+        row.rank = k
+    return [*ranked, *(r for r in rows if r.measurement_aid)]
+
+
+HEADERS = ("rank", "system", "n", "mean", "95% interval", "evidence recall", "calls", "tokens", "tokens/point",
+           "judge calls", "judge tokens")
+
+
+def leaderboard_rows(rows: Sequence[LeaderboardRow]) -> list[list[str]]:
+    from .systems import AID_MARK
+    from .text import fmt_int, fmt_interval, fmt_score
+
+    return [[str(r.rank) if r.rank is not None else "-", f"{r.system} ({AID_MARK})" if r.measurement_aid else r.system,
+             str(r.n), fmt_score(r.mean), fmt_interval(r.interval), fmt_score(r.evidence_recall), fmt_int(r.calls),
+             fmt_int(r.tokens), "-" if r.tokens_per_point is None else f"{r.tokens_per_point:,.0f}",
+             fmt_int(r.judge_calls), fmt_int(r.judge_tokens)] for r in rows]
+
+
+NOTE = ("calls and tokens: the system's own (its ingest, its library's calls through the relay, its answers); "
+        "the judge's apart; tokens/point = tokens / the sum of its scores")
+
+
+def render_leaderboard(rows: Sequence[LeaderboardRow]) -> list[str]:
+    from .text import table
+
+    out = ["leaderboard (ranked by mean score, ties by tokens per point; same answer and judge models):"]
+    out += table(HEADERS, leaderboard_rows(rows), align="rlrrrrrrrrr")
+    out.append(NOTE)
+    return out
