@@ -297,11 +297,12 @@ def systems_section(record: RunRecord) -> str:
                      "gold-evidence mean minus the system's; lost to reader+judge = 1.0 minus gold-evidence's.")
     board = ""
     if record.leaderboard:
-        from .leaderboard import HEADERS, NOTE, leaderboard_rows
+        from .systems_text import LEADERBOARD_HEADERS, LEADERBOARD_NOTE, leaderboard_rows
 
         board = ('<h2 id="leaderboard">Leaderboard</h2>'
-                 + html_table(list(HEADERS), leaderboard_rows(record.leaderboard), num_from=2, attrs=' id="ranked"')
-                 + f'<p class="sub">{e("Ranked by mean score, ties by tokens per point; " + NOTE + ".")}</p>')
+                 + html_table(list(LEADERBOARD_HEADERS), leaderboard_rows(record.leaderboard), num_from=2,
+                              attrs=' id="ranked"')
+                 + f'<p class="sub">{e("Ranked by mean score, ties by tokens per point; " + LEADERBOARD_NOTE)}.</p>')
     return (board + '<h2 id="systems-side-by-side">Systems side by side</h2>' + table
             + "".join(f'<p class="sub">{e(n)}</p>' for n in notes))
 

@@ -11,36 +11,16 @@ ranked systems, unranked: it reads what no real system may.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from .stats import MeanInterval, RecordModel
+from .stats import LeaderboardRow
 
 if TYPE_CHECKING:
     from .schema import QuestionRecord, UsageRow
     from .stats import SystemStats
 
 JUDGE_ROWS = ("judge",)
-
-
-class LeaderboardRow(RecordModel):
-    """One system's place and cost in a run that compared several."""
-
-    system: str
-    rank: int | None = Field(None, description="1 = the highest overall mean; None for a measurement aid")
-    measurement_aid: bool = False
-    n: int = Field(0, description="Questions with a score")
-    mean: float | None = None
-    interval: MeanInterval | None = None
-    evidence_recall: float | None = None
-    points: float = Field(0.0, description="Sum of the system's question scores")
-    calls: int = Field(0, description="The system's own model calls (ingest, its library's, answering), judge excluded")
-    tokens: int = Field(0, description="Prompt + completion tokens of those calls")
-    judge_calls: int = 0
-    judge_tokens: int = 0
-    tokens_per_point: float | None = Field(None, description="tokens / points (None when it scored nothing)")
 
 
 def _calls(row: UsageRow) -> int:
@@ -75,30 +55,3 @@ def leaderboard(systems: Mapping[str, SystemStats], usage_by_system: Mapping[str
     for k, row in enumerate(ranked, start=1):
         row.rank = k
     return [*ranked, *(r for r in rows if r.measurement_aid)]
-
-
-HEADERS = ("rank", "system", "n", "mean", "95% interval", "evidence recall", "calls", "tokens", "tokens/point",
-           "judge calls", "judge tokens")
-
-
-def leaderboard_rows(rows: Sequence[LeaderboardRow]) -> list[list[str]]:
-    from .systems import AID_MARK
-    from .text import fmt_int, fmt_interval, fmt_score
-
-    return [[str(r.rank) if r.rank is not None else "-", f"{r.system} ({AID_MARK})" if r.measurement_aid else r.system,
-             str(r.n), fmt_score(r.mean), fmt_interval(r.interval), fmt_score(r.evidence_recall), fmt_int(r.calls),
-             fmt_int(r.tokens), "-" if r.tokens_per_point is None else f"{r.tokens_per_point:,.0f}",
-             fmt_int(r.judge_calls), fmt_int(r.judge_tokens)] for r in rows]
-
-
-NOTE = ("calls and tokens: the system's own (its ingest, its library's calls through the relay, its answers); "
-        "the judge's apart; tokens/point = tokens / the sum of its scores")
-
-
-def render_leaderboard(rows: Sequence[LeaderboardRow]) -> list[str]:
-    from .text import table
-
-    out = ["leaderboard (ranked by mean score, ties by tokens per point; same answer and judge models):"]
-    out += table(HEADERS, leaderboard_rows(rows), align="rlrrrrrrrrr")
-    out.append(NOTE)
-    return out

@@ -27,8 +27,7 @@ from ..llm.config import EMBEDDING_ROLE
 from ..llm.config import ROLES as _CHAT_ROLES
 from ..scoring.judge_check import JudgeCheck
 from ..scoring.scores import ItemScore
-from .leaderboard import LeaderboardRow
-from .stats import AbilityStats, MeanInterval, OverallStats, SystemCell, SystemStats
+from .stats import AbilityStats, LeaderboardRow, MeanInterval, OverallStats, SystemCell, SystemStats
 from .stats import RecordModel as _Model
 
 __all__ = [

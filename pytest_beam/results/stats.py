@@ -75,3 +75,21 @@ class SystemStats(RecordModel):
     overall: SystemCell = Field(default_factory=SystemCell)
     ingest_calls: int = 0
     ingest_tokens: int = 0
+
+
+class LeaderboardRow(RecordModel):
+    """One system's place and cost in a run that compared several."""
+
+    system: str
+    rank: int | None = Field(None, description="1 = the highest overall mean; None for a measurement aid")
+    measurement_aid: bool = False
+    n: int = Field(0, description="Questions with a score")
+    mean: float | None = None
+    interval: MeanInterval | None = None
+    evidence_recall: float | None = None
+    points: float = Field(0.0, description="Sum of the system's question scores")
+    calls: int = Field(0, description="The system's own model calls (ingest, its library's, answering), judge excluded")
+    tokens: int = Field(0, description="Prompt + completion tokens of those calls")
+    judge_calls: int = 0
+    judge_tokens: int = 0
+    tokens_per_point: float | None = Field(None, description="tokens / points (None when it scored nothing)")

@@ -119,7 +119,7 @@ def render_summary(record: RunRecord) -> list[str]:
         out += render_side_by_side(record.systems)
         out.append("errors and skips are counted apart, never as 0")
         if record.leaderboard:
-            from .leaderboard import render_leaderboard
+            from .systems_text import render_leaderboard
 
             out += ["", *render_leaderboard(record.leaderboard)]
         iv = next((s.overall.interval for s in record.systems.values() if s.overall.interval), None)

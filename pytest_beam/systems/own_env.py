@@ -147,7 +147,13 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             print(f"{name}: {env_dir(name)} ({'ready' if missing_env(name) is None else 'not installed'})")
         return 0
-    return install_all(names, say=lambda line: print(line, flush=True))
+    lock = threading.Lock()
+
+    def say(line: str) -> None:  # one whole line at a time: the installs run in threads
+        with lock:
+            print(line, flush=True)
+
+    return install_all(names, say=say)
 
 
 if __name__ == "__main__":
