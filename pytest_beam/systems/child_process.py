@@ -20,6 +20,7 @@ import json
 import os
 import pwd
 import secrets
+import select
 import shutil
 import socket
 import subprocess
@@ -64,21 +65,27 @@ class ChildProcess:
         base.update(env)
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log_file: IO[bytes] = open(log, "ab")  # noqa: SIM115 -- closed in close()
+        self.busy = False
         self.process = subprocess.Popen([str(python), "-m", f"children.{module}"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self._log_file, env=base,
                                         cwd=str(log.parent), start_new_session=True)
 
-    def request(self, op: str, **payload: Any) -> Any:
+    def request(self, op: str, *, wait_s: float | None = None, **payload: Any) -> Any:
+        """Send one request and read its reply (no time limit but `wait_s`: the harness bounds each model call)."""
         process = self.process
         if process.stdin is None or process.stdout is None or process.poll() is not None:
             raise RuntimeError(f"{self.system}: its process is not running (exit {process.returncode}); "
                                f"{self.log}:\n{tail(self.log)}")
+        self.busy = True  # until the reply is read: a Ctrl-C in between leaves the child mid-request
         try:
             process.stdin.write((json.dumps({"op": op, **payload}) + "\n").encode())
             process.stdin.flush()
+            if wait_s is not None and not select.select([process.stdout], [], [], wait_s)[0]:
+                raise TimeoutError(f"{self.system}: no reply to {op!r} in {wait_s:.0f} s")
             line = process.stdout.readline()
         except BrokenPipeError:
             line = b""
+        self.busy = False
         if not line:
             code = process.wait(timeout=30)
             raise RuntimeError(f"{self.system}: its process ended during {op!r} (exit {code}); "
@@ -89,14 +96,16 @@ class ChildProcess:
         return reply.get("result")
 
     def close(self) -> None:
-        """Ask the child to close its library, then make sure it is gone."""
+        """Ask the child to close its library, then make sure it is gone. A child left mid-request (the
+        harness was interrupted while it waited for a reply) reads no more requests: it is terminated."""
         process = self.process
         try:
             if process.poll() is None:
-                with contextlib.suppress(OSError, ValueError, RuntimeError):
-                    self.request("close")
+                if not self.busy:
+                    with contextlib.suppress(OSError, ValueError, RuntimeError, TimeoutError):
+                        self.request("close", wait_s=60)
                 try:
-                    process.wait(timeout=30)
+                    process.wait(timeout=0 if self.busy else 30)
                 except subprocess.TimeoutExpired:
                     process.terminate()
                     try:

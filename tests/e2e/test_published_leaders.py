@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from pytest_beam.systems import missing_extra
-from tests.e2e.scripted_peers import PeerAwareModel
+from tests.e2e.scripted_beam import _text
+from tests.e2e.scripted_peers import HINDSIGHT_EXTRACT, PeerAwareModel
 from tests.model_server import ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
@@ -94,3 +99,80 @@ def test_the_published_leaders_beside_graphrag_offline_and_metered(installed, tm
     run_dir = record_file.parent
     leftovers = [p for s in LEADERS for p in run_dir.glob(f"conv17-{s}/*")]
     assert leftovers == [], leftovers
+
+
+class HeldHindsight(PeerAwareModel):
+    """Hindsight's first extraction call waits until the test releases it: the run is mid-ingest then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, body: dict) -> object:
+        if HINDSIGHT_EXTRACT in _text(body):
+            self.held.set()
+            self.release.wait(120)
+        return super().__call__(body)
+
+
+def _running(marker: str, under: Path | None = None, homes: set[str] | None = None) -> list[str]:
+    """Command lines of the running processes that name `marker`: those working under `under`, or
+    naming one of `homes` (another run on this machine may have its own)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args=", "-ww"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if marker not in args or "ps -eo" in args:
+            continue
+        if under is not None:
+            try:
+                if not os.readlink(f"/proc/{pid}/cwd").startswith(str(under)):
+                    continue
+            except OSError:
+                continue
+        if homes is not None and not any(home in args for home in homes):
+            continue
+        found.append(line.strip())
+    return found
+
+
+def _pg0_homes() -> set[str]:
+    return {str(p) for p in Path(tempfile.gettempdir()).glob("beam-pg0-*")}
+
+
+def test_ctrl_c_during_hindsight_s_ingest_stops_its_process_and_its_postgresql(installed, tmp_path, beam_data_dir):
+    """Ctrl-C while Hindsight waits for a model reply: the run ends as interrupted, and neither the
+    child process nor pg0's PostgreSQL (as nobody, in a folder of its own) is left running."""
+    from tests.e2e.test_interrupted_runs import AS_FROM_A_TERMINAL
+
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    model = HeldHindsight()
+    with ScriptedModelServer(responder=model) as server:
+        cmd = [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+               "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
+               "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-snapshot=off", "--beam-judge-check=off"]
+        before = _pg0_homes()
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=no_network_env(tmp_path), start_new_session=True)
+        try:
+            assert model.held.wait(300), "Hindsight never asked for its first extraction"
+            homes = _pg0_homes() - before  # as root, pg0 runs as nobody in a folder under the system's temp
+            postgres = _running("bin/postgres", homes=homes) if homes else _running("bin/postgres", under=tmp_path)
+            child = _running("children.hindsight_child", under=tmp_path)
+            assert postgres and child, (postgres, child)
+            interrupted = time.monotonic()
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole group
+            output, _ = proc.communicate(timeout=180)
+            stopped_in = time.monotonic() - interrupted
+        finally:
+            model.release.set()
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 2, output[-4000:]  # interrupted
+    # the child, mid-request, is not asked to close (it would answer only once its model call came back)
+    assert stopped_in < 45, stopped_in
+    assert _running("children.hindsight_child", under=tmp_path) == [], output[-3000:]
+    assert (_running("bin/postgres", homes=homes) if homes else _running("bin/postgres", under=tmp_path)) == []
+    assert not any(Path(home).exists() for home in homes)
