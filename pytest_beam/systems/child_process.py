@@ -127,8 +127,44 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+OWNER_FILE = "pytest-beam-owner"  # in a pg0 folder: the pid of the harness process that started it
+PG0_PREFIX = "beam-pg0-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_dead_runs_servers(binary: Path) -> list[str]:
+    """Stop and remove the pg0 servers that runs killed with -9 left behind (their owner process is
+    gone); a live run's are left alone. Returns the folders removed."""
+    removed = []
+    for home in Path(tempfile.gettempdir()).glob(PG0_PREFIX + "*"):
+        try:
+            owner = int((home / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue  # not one of ours, or one still being made
+        if _alive(owner):
+            continue
+        leftover = Pg0Server.__new__(Pg0Server)
+        leftover.binary, leftover.home, leftover.label = home / "pg0", home, home.name
+        leftover.as_root, leftover.running = True, True
+        with contextlib.suppress(OSError, RuntimeError, subprocess.TimeoutExpired):
+            leftover._run("stop", "--name", "beam", timeout=120)
+        shutil.rmtree(home, ignore_errors=True)
+        removed.append(str(home))
+    return removed
+
+
 class Pg0Server:
-    """pg0's PostgreSQL for one conversation; `stop` is safe to call twice and runs at exit too."""
+    """pg0's PostgreSQL for one conversation; `stop` is safe to call twice and runs at exit too (a run
+    killed with -9 leaves it running: the next run that starts one stops it, see stop_dead_runs_servers)."""
 
     USER = "hindsight"
 
@@ -137,7 +173,9 @@ class Pg0Server:
         self.label = label
         self.as_root = os.geteuid() == 0
         if self.as_root:  # nobody must own its folder and reach its launcher: both under the system's temp
-            self.home = Path(tempfile.mkdtemp(prefix=f"beam-pg0-{label}-"))
+            stop_dead_runs_servers(binary)
+            self.home = Path(tempfile.mkdtemp(prefix=f"{PG0_PREFIX}{label}-"))
+            (self.home / OWNER_FILE).write_text(f"{os.getpid()}\n")
             os.chown(self.home, pwd.getpwnam("nobody").pw_uid, -1)
             self.binary = self.home / "pg0"
             shutil.copy2(binary, self.binary)  # the environment (under root's home) is no place nobody may enter

@@ -176,3 +176,41 @@ def test_ctrl_c_during_hindsight_s_ingest_stops_its_process_and_its_postgresql(i
     assert _running("children.hindsight_child", under=tmp_path) == [], output[-3000:]
     assert (_running("bin/postgres", homes=homes) if homes else _running("bin/postgres", under=tmp_path)) == []
     assert not any(Path(home).exists() for home in homes)
+
+
+def test_a_run_killed_with_9_leaves_its_postgresql_to_the_next_one_which_stops_it(installed, tmp_path,
+                                                                                  beam_data_dir):
+    """kill -9 gives the harness no chance to stop pg0's server; the next Hindsight run stops and removes
+    what a dead run left (its owner pid is gone), and leaves a live run's alone."""
+    from pytest_beam.systems.child_process import stop_dead_runs_servers
+    from pytest_beam.systems.own_env import python_of
+    from tests.e2e.test_interrupted_runs import AS_FROM_A_TERMINAL
+
+    if os.geteuid() != 0:
+        pytest.skip("as another user pg0's folder is in the conversation's folder, removed with the run's")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    model = HeldHindsight()
+    with ScriptedModelServer(responder=model) as server:
+        cmd = [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+               "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
+               "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-snapshot=off", "--beam-judge-check=off"]
+        before = _pg0_homes()
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=no_network_env(tmp_path), start_new_session=True)
+        try:
+            assert model.held.wait(300), "Hindsight never asked for its first extraction"
+            homes = _pg0_homes() - before
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(60)
+        finally:
+            model.release.set()
+    assert homes and _running("bin/postgres", homes=homes), "kill -9 leaves the server: nothing stopped it"
+    deadline = time.monotonic() + 60  # the child, its stdin closed and its relay gone, ends by itself
+    while _running("children.hindsight_child", under=tmp_path) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _running("children.hindsight_child", under=tmp_path) == []
+    binary = sorted(python_of("hindsight").parent.parent.glob("lib/python*/site-packages/pg0/bin/pg0"))[0]
+    removed = stop_dead_runs_servers(binary)
+    assert homes <= set(removed)
+    assert _running("bin/postgres", homes=homes) == [] and not any(Path(h).exists() for h in homes)
