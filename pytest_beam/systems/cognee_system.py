@@ -85,11 +85,16 @@ class CogneeSystem(MemorySystem):
         info = self._call("start", "start", config={
             "env": env, "data_root": str(self.work / "data"), "system_root": str(self.work / "system")})
         self.transcripts = plain_transcripts(documents)
+        lost = []
         for transcript in self.transcripts:
-            self._call(f"add and cognify (session {transcript.session})", "add", text=transcript.text)
+            done = self._call(f"add and cognify (session {transcript.session})", "add", text=transcript.text)
+            if done.get("lost"):
+                lost.append(f"cognee: session {transcript.session}'s cognify left out: the model's replies were "
+                            f"unusable after Cognee's own retries ({done['lost']}); removed from the dataset, or "
+                            "the next cognify would read it again")
         notes = [f"cognee {info.get('version')}: {len(self.transcripts)} sessions added and cognified in order "
-                 "(SQLite, LanceDB and its graph in the conversation's folder, model calls through the relay)"]
-        return IngestReport(chunks=len(self.transcripts), notes=notes)
+                 "(SQLite, LanceDB and its graph in the conversation's folder, model calls through the relay)", *lost]
+        return IngestReport(chunks=len(self.transcripts), empty_extractions=len(lost), notes=notes)
 
     def recall(self, query: str) -> list[Recalled]:
         if self.child is None:

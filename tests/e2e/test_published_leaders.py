@@ -26,8 +26,8 @@ import pytest
 
 from pytest_beam.systems import missing_extra
 from tests.e2e.scripted_beam import _text
-from tests.e2e.scripted_peers import HINDSIGHT_EXTRACT, PeerAwareModel
-from tests.model_server import ScriptedModelServer
+from tests.e2e.scripted_peers import COGNEE_SUMMARY, HINDSIGHT_EXTRACT, PeerAwareModel
+from tests.model_server import Reply, ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 LEADERS = ["hindsight", "cognee", "lightrag", "neo4j-graphrag", "langmem"]
@@ -214,3 +214,42 @@ def test_a_run_killed_with_9_leaves_its_postgresql_to_the_next_one_which_stops_i
     removed = stop_dead_runs_servers(binary)
     assert homes <= set(removed)
     assert _running("bin/postgres", homes=homes) == [] and not any(Path(h).exists() for h in homes)
+
+
+class UnusableCogneeSummary(PeerAwareModel):
+    """Cognee's summary of the chunk holding `marker` is never JSON, on every one of Cognee's tries."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker = marker
+        self.broken = 0
+
+    def __call__(self, body: dict) -> object:
+        text = _text(body)
+        if COGNEE_SUMMARY in text and self.marker in text:
+            self.broken += 1
+            self._count("cognee")
+            return Reply.say("The chat never says.")
+        return super().__call__(body)
+
+
+def test_cognee_goes_on_past_a_session_whose_replies_stay_unusable(installed, tmp_path, beam_data_dir):
+    """A session Cognee's cognify gives up on (its schema retries ran out) is one empty extraction, named
+    in the record; the other session is cognified and the questions are answered."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    model = UnusableCogneeSummary("three kids")
+    with ScriptedModelServer(responder=model) as server:
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+               "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=cognee",
+               "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-pass-score=0", "--beam-snapshot=off",
+               "--beam-judge-check=off"]
+        run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                             env=no_network_env(tmp_path))
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
+    assert "2 passed" in run.stdout and model.broken > 1  # Cognee tried again before it gave up
+    [record_file] = (tmp_path / "results").glob("*/record.json")
+    [ingest] = json.loads(record_file.read_text())["graph"].values()
+    assert ingest["empty_extractions"] == 1
+    [lost] = [n for n in ingest["notes"] if "left out" in n]
+    assert lost.startswith("cognee: session 1's cognify left out: the model's replies were unusable")
