@@ -72,13 +72,18 @@ class HindsightSystem(MemorySystem):
             "TIKTOKEN_CACHE_DIR": str(seed_tiktoken(cache_root() / "tiktoken")),
         }
 
-    def _call(self, what: str, op: str, **payload: Any) -> Any:
+    def _call(self, what: str, op: str, lost: list[str] | None = None, **payload: Any) -> Any:
+        """One request to the child; with `lost`, a step Hindsight gave up on because of what the model
+        wrote returns None and its cause is appended there (the relay's own failures are raised as themselves)."""
         assert self.child is not None
         relay = harness_relay(self.context)
         try:
             result = self.child.request(op, **payload)
         except (ChildError, RuntimeError) as exc:
             relay.raise_failure(self.system_name, exc)
+            if lost is not None and isinstance(exc, ChildError) and exc.kind == "unusable":
+                lost.append(str(exc))
+                return None
             raise RuntimeError(f"hindsight {what} failed: {exc}") from exc
         relay.raise_failure(self.system_name)
         return result
@@ -92,17 +97,24 @@ class HindsightSystem(MemorySystem):
         info = self._call("start", "start", config={
             "env": env, "db_url": db_url, "model": self.context.models.models.for_role(ROLE),
             "base_url": relay.base_url(self.system_name, ROLE)})
-        memories = 0
+        memories, lost = 0, []
         for transcript in json_transcripts(documents):
             document = f"session-{transcript.session}"
             self.transcripts[document] = transcript
-            done = self._call(f"retain (session {transcript.session})", "retain", content=transcript.text,
+            cause: list[str] = []
+            done = self._call(f"retain (session {transcript.session})", "retain", cause, content=transcript.text,
                               context=f"Chat between a user and an AI assistant: session {transcript.session}",
                               date=transcript.date.isoformat() if transcript.date else None, document_id=document)
+            if done is None:
+                lost.append(f"hindsight: session {transcript.session} left out: the model's replies were unusable "
+                            f"({cause[0]}); Hindsight commits a session whole or not at all, nothing of it is stored")
+                continue
             memories += int(done.get("memories") or 0)
         notes = [f"hindsight {info.get('version')}: {len(self.transcripts)} sessions retained as documents gave "
-                 f"{memories} memory units (pg0 PostgreSQL for this conversation, model calls through the relay)"]
-        return IngestReport(chunks=len(self.transcripts), entities_by_type={"MemoryUnit": memories}, notes=notes)
+                 f"{memories} memory units (pg0 PostgreSQL for this conversation, model calls through the relay)",
+                 *lost]
+        return IngestReport(chunks=len(self.transcripts), empty_extractions=len(lost),
+                            entities_by_type={"MemoryUnit": memories}, notes=notes)
 
     def recall(self, query: str) -> list[Recalled]:
         if self.child is None:

@@ -253,3 +253,46 @@ def test_cognee_goes_on_past_a_session_whose_replies_stay_unusable(installed, tm
     assert ingest["empty_extractions"] == 1
     [lost] = [n for n in ingest["notes"] if "left out" in n]
     assert lost.startswith("cognee: session 1's cognify left out: the model's replies were unusable")
+
+
+class UnusableHindsightFacts(PeerAwareModel):
+    """Hindsight's fact extraction for the chunk holding `marker` is never JSON."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker = marker
+        self.broken = 0
+
+    def __call__(self, body: dict) -> object:
+        text = _text(body)
+        if HINDSIGHT_EXTRACT in text and self.marker in text.rsplit("Content:", 1)[-1]:
+            self.broken += 1
+            self._count("hindsight")
+            return Reply.say("The chat never says.")
+        return super().__call__(body)
+
+
+def test_hindsight_goes_on_past_a_session_whose_replies_stay_unusable(installed, tmp_path, beam_data_dir):
+    """Hindsight fails a whole retain when a chunk's extraction fails: that session is
+    one empty extraction, named in the record, and the other one is retained and recalled."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
+    model = UnusableHindsightFacts("three kids")
+    with ScriptedModelServer(responder=model) as server:
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+               "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
+               "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-pass-score=0", "--beam-snapshot=off",
+               "--beam-judge-check=off"]
+        run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                             env=no_network_env(tmp_path))
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
+    # asked once: its LLM retries are off (HINDSIGHT_API_LLM_MAX_RETRIES=0), the harness retries what fails
+    assert "2 passed" in run.stdout and model.broken == 1
+    [record_file] = (tmp_path / "results").glob("*/record.json")
+    record = json.loads(record_file.read_text())
+    [ingest] = record["graph"].values()
+    assert ingest["empty_extractions"] == 1
+    [lost] = [n for n in ingest["notes"] if "left out" in n]
+    assert lost.startswith("hindsight: session 1 left out: the model's replies were unusable (hindsight retain:")
+    recall = {q["id"]: q["evidence_recall"] for q in record["questions"]}
+    assert recall["conv17:multi_session_reasoning:0"] > 0  # session 3 is there

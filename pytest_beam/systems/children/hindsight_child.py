@@ -13,7 +13,7 @@ import datetime as dt
 import os
 from typing import Any
 
-from .protocol import serve
+from .protocol import Unusable, serve
 
 BANK = "beam"
 state: dict[str, Any] = {}
@@ -45,10 +45,17 @@ def _context() -> Any:
 
 
 async def retain(request: dict[str, Any]) -> dict[str, Any]:
+    """Retain one session. Hindsight fails the whole retain when a chunk's extraction fails (nothing of
+    the session is committed): that is reported as unusable, and the run goes on."""
     engine = state["engine"]
     date = dt.datetime.combine(dt.date.fromisoformat(request["date"]), dt.time(), dt.UTC) if request["date"] else None
-    ids = await engine.retain_async(BANK, request["content"], context=request["context"], event_date=date,
-                                    document_id=request["document_id"], request_context=_context())
+    try:
+        ids = await engine.retain_async(BANK, request["content"], context=request["context"], event_date=date,
+                                        document_id=request["document_id"], request_context=_context())
+    except RuntimeError as exc:
+        if not str(exc).startswith("Fact extraction failed"):
+            raise
+        raise Unusable((str(exc).strip().splitlines() or [""])[0][:300]) from exc
     return {"memories": len(ids or [])}
 
 
