@@ -26,7 +26,9 @@ import socket
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .own_env import python_of
 
@@ -34,6 +36,17 @@ CHILDREN = Path(__file__).resolve().parent  # PYTHONPATH of a child: `children` 
 # Extra PYTHONPATH entries a child gets (a test's network guard, say); the parent's own PYTHONPATH never
 # reaches a child, whose environment holds other versions of the same libraries.
 CHILD_PATH_VARIABLE = "BEAM_CHILD_PYTHONPATH"
+
+
+class ChildReply(BaseModel):
+    """One reply line of a child (children/protocol.py): its result, or its error and the error's kind."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    kind: Literal["unusable", "error"] | None = None
 
 
 class ChildError(RuntimeError):
@@ -90,10 +103,14 @@ class ChildProcess:
             code = process.wait(timeout=30)
             raise RuntimeError(f"{self.system}: its process ended during {op!r} (exit {code}); "
                                f"{self.log}:\n{tail(self.log)}")
-        reply = json.loads(line)
-        if not reply.get("ok"):
-            raise ChildError(f"{self.system} {op}: {reply.get('error')}", str(reply.get("kind")))
-        return reply.get("result")
+        try:
+            reply = ChildReply.model_validate_json(line)
+        except ValidationError as exc:
+            raise RuntimeError(f"{self.system}: its reply to {op!r} is not the protocol's: {exc}; "
+                               f"{self.log}:\n{tail(self.log)}") from None
+        if not reply.ok:
+            raise ChildError(f"{self.system} {op}: {reply.error}", str(reply.kind))
+        return reply.result
 
     def close(self) -> None:
         """Ask the child to close its library, then make sure it is gone. A child left mid-request (the
