@@ -36,6 +36,22 @@ RECALL_TOKENS = 4096  # what Hindsight's benchmark runner asks recall for
 NO_WAIT_S = 24 * 3600  # "no timeout of its own": the harness bounds each call
 
 
+def in_chat_order(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What Hindsight recalled, in the chat's order: by session (its document), date, then text.
+
+    Hindsight's own order is not reproducible: facts it scores alike come back in another order from
+    run to run (checked: three replays of one cassette, three orders past the fifth fact), so the
+    answering prompt would never be the same request twice and no cassette could replay it. Which
+    facts are recalled stays Hindsight's; only their order in the prompt is fixed."""
+    def key(fact: dict[str, Any]) -> tuple[int, str, str]:
+        document = str(fact.get("document_id") or "")
+        session = int(document.rsplit("-", 1)[-1]) if document.rsplit("-", 1)[-1].isdigit() else 1 << 30
+        when = str(fact.get("occurred_start") or fact.get("mentioned_at") or "")
+        return session, when, str(fact.get("text") or "")
+
+    return sorted(facts, key=key)
+
+
 class HindsightSystem(MemorySystem):
     """Hindsight's MemoryEngine in its own environment, on pg0's PostgreSQL, its calls through the relay."""
 
@@ -121,7 +137,7 @@ class HindsightSystem(MemorySystem):
             raise RuntimeError("hindsight: answer before ingest")
         found = self._call("recall", "recall", query=query, max_tokens=RECALL_TOKENS)
         out = []
-        for fact in found.get("facts") or []:
+        for fact in in_chat_order(found.get("facts") or []):
             transcript = self.transcripts.get(str(fact.get("document_id")))
             ids: tuple[int, ...] = ()
             if transcript is not None:
@@ -130,7 +146,8 @@ class HindsightSystem(MemorySystem):
             when = fact.get("occurred_start") or fact.get("mentioned_at")
             text = str(fact.get("text") or "") + (f" (when: {when})" if when else "")
             out.append(Recalled(text=text, message_ids=ids, session=transcript.session if transcript else None,
-                                date=transcript.date if transcript else None, ref=str(fact.get("id") or "")))
+                                date=transcript.date if transcript else None, score=fact.get("score"),
+                                ref=str(fact.get("id") or "")))
         return out
 
     def answer(self, question: SystemQuestion) -> SystemAnswer:

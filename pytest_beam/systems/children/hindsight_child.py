@@ -71,7 +71,8 @@ async def recall(request: dict[str, Any]) -> dict[str, Any]:
     for fact in found.results:
         facts.append({"id": fact.id, "text": fact.text, "type": fact.fact_type, "occurred_start": fact.occurred_start,
                       "mentioned_at": fact.mentioned_at, "document_id": fact.document_id, "chunk_id": fact.chunk_id,
-                      "chunk_text": chunks.get(fact.chunk_id or "")})
+                      "chunk_text": chunks.get(fact.chunk_id or ""),
+                      "score": fact.scores.final if fact.scores is not None else None})
     return {"facts": facts}
 
 
