@@ -1,7 +1,8 @@
 """Record the leaders' lite cassette: graphrag, hindsight, cognee, lightrag, neo4j-graphrag and langmem
 on the lite set, on the embedded model (issue 44).
 
-    BEAM_DATA=../shared/beam python -m tests.live.record_leaders
+    BEAM_DATA=../shared/beam python -m tests.live.record_leaders          # all of it, anew
+    BEAM_DATA=../shared/beam python -m tests.live.record_leaders --add    # only what the cassette lacks
 
 The README's first command with the six systems selected and no endpoint (the plugin starts the
 embedded model), every process of the run (Hindsight's and Cognee's own included) refusing any
@@ -38,26 +39,30 @@ USAGE_KEYS = ("calls", "cached_calls", "replayed_calls", "errors", "prompt_token
 
 
 def recorded_usage(record: dict) -> dict:
-    """Per system and meter row, the calls and tokens (live, cached and replayed together)."""
+    """Per system and meter row, the calls and their tokens, live, cached and replayed together (a
+    replayed call's tokens are its recorded usage, `cached_tokens`), so a replay gives the same."""
     out: dict[str, dict] = {}
     for system, rows in record["usage_by_system"].items():
         out[system] = {}
         for row, usage in rows.items():
             out[system][row] = {
                 "calls": sum(int(usage.get(k, 0)) for k in ("calls", "cached_calls", "replayed_calls", "errors")),
-                "prompt_tokens": int(usage.get("prompt_tokens", 0)),
-                "completion_tokens": int(usage.get("completion_tokens", 0))}
+                "tokens": sum(int(usage.get(k, 0)) for k in ("prompt_tokens", "completion_tokens", "cached_tokens"))}
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    add = "--add" in (sys.argv[1:] if argv is None else argv)  # new_episodes: replay what is there, record the rest
     beam_data = Path(os.environ.get("BEAM_DATA") or REPO.parent / "shared" / "beam")
     out = Path(tempfile.mkdtemp(prefix="beam-record-leaders-"))
     network_log = out / "network.log"
     env = embedded_env(beam_data, BEAM_CHILD_PYTHONPATH=str(NO_NETWORK), BEAM_NETWORK_LOG=str(network_log))
     env["PYTHONPATH"] = os.pathsep.join([str(NO_NETWORK), *filter(None, [env.get("PYTHONPATH")])])
     started = time.monotonic()
-    proc = subprocess.run(readme_command(out, CASSETTE, *LEADERS), cwd=REPO, env=env)
+    mode = ["--beam-record-mode=new_episodes"] if add else []
+    proc = subprocess.run(readme_command(out, CASSETTE, *LEADERS, *mode), cwd=REPO, env=env)
     minutes = round((time.monotonic() - started) / 60, 1)
     if proc.returncode not in (0, 1):  # 1: an answer below the pass score, still recorded
         return proc.returncode
