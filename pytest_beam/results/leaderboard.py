@@ -3,7 +3,8 @@
 The rank is by overall mean score (higher first), ties by tokens per point (cheaper first), then by
 name. A system's cost is what its own memory and its answers took: every meter row of the system
 (its ingest, its library's calls through the relay, its answering calls) except the judge's, which
-scores every system alike and is shown apart. Tokens per point are the system's tokens divided by
+scores every system alike and is shown apart; a cached or replayed call counts
+with the tokens it was recorded with. Tokens per point are the system's tokens divided by
 the points it scored (the sum of its question scores): what one point of BEAM's score cost it; a
 system that scored nothing has none. A measurement aid (`gold-evidence`) is listed after the
 ranked systems, unranked: it reads what no real system may.
@@ -27,6 +28,12 @@ def _calls(row: UsageRow) -> int:
     return row.calls + row.cached_calls + row.replayed_calls
 
 
+def _tokens(row: UsageRow) -> int:
+    """A row's tokens whether its calls went out or came from the cache or a cassette (their recorded
+    usage, `cached_tokens`): a replayed run ranks on what the recorded one spent, not on zero."""
+    return row.prompt_tokens + row.completion_tokens + row.cached_tokens
+
+
 def leaderboard(systems: Mapping[str, SystemStats], usage_by_system: Mapping[str, Mapping[str, UsageRow]],
                 questions: Iterable[QuestionRecord]) -> list[LeaderboardRow]:
     """The ranked rows of the systems in `systems` (empty when fewer than two were compared)."""
@@ -41,13 +48,13 @@ def leaderboard(systems: Mapping[str, SystemStats], usage_by_system: Mapping[str
         usage = usage_by_system.get(name, {})
         own = [row for role, row in usage.items() if role not in JUDGE_ROWS]
         judge = [row for role, row in usage.items() if role in JUDGE_ROWS]
-        tokens = sum(row.tokens for row in own)
+        tokens = sum(_tokens(row) for row in own)
         scored = round(points.get(name, 0.0), 6)
         rows.append(LeaderboardRow(
             system=name, measurement_aid=stats.measurement_aid, n=stats.overall.n, mean=stats.overall.mean,
             interval=stats.overall.interval, evidence_recall=stats.overall.evidence_recall, points=scored,
             calls=sum(_calls(row) for row in own), tokens=tokens, judge_calls=sum(_calls(row) for row in judge),
-            judge_tokens=sum(row.tokens for row in judge),
+            judge_tokens=sum(_tokens(row) for row in judge),
             tokens_per_point=round(tokens / scored, 1) if scored > 0 else None))
     ranked = sorted((r for r in rows if not r.measurement_aid),
                     key=lambda r: (-(r.mean if r.mean is not None else -1.0),

@@ -62,3 +62,7 @@ def test_committed_leaders_cassette_replays_the_recorded_run(tmp_path, beam_data
         assert record["relay"][system]["chat"] == recorded["usage"][system][f"{system} extraction"]["calls"] > 0
     ranked = [row["system"] for row in record["leaderboard"]]
     assert sorted(ranked) == sorted(SYSTEMS) and [row["rank"] for row in record["leaderboard"]] == [1, 2, 3, 4, 5, 6]
+    for row in record["leaderboard"]:  # the cost beside each score is what the recording spent, replayed or not
+        own = {r: u for r, u in recorded["usage"][row["system"]].items() if r != "judge"}
+        assert row["calls"] == sum(u["calls"] for u in own.values())
+        assert row["tokens"] == sum(u["tokens"] for u in own.values()) > 0

@@ -16,7 +16,7 @@ SCORES = {  # system -> its three question scores, its answering tokens per ques
     "gold-evidence": ((1.0, 1.0, 1.0), 100),
 }
 # what each system's own ingest cost (its library's calls through the relay for hindsight)
-INGEST = {"graphrag/1": {"extraction": {"calls": 3, "prompt_tokens": 2900, "completion_tokens": 100}},
+INGEST = {"graphrag/1": {"extraction": {"replayed_calls": 3, "cached_tokens": 3000}},  # from a cassette
           "hindsight/1": {"hindsight extraction": {"calls": 4, "prompt_tokens": 3800, "completion_tokens": 200}},
           "bm25/1": {}, "gold-evidence/1": {}}
 
@@ -51,6 +51,11 @@ def test_ranked_by_mean_ties_by_tokens_per_point_the_aid_last_and_unranked():
     assert graphrag.tokens_per_point == 2600.0
     assert (hindsight.judge_calls, hindsight.judge_tokens) == (6, 150)  # the judge's cost is apart
     assert gold.measurement_aid and gold.rank is None
+
+
+def test_a_replayed_call_counts_with_the_tokens_it_was_recorded_with():
+    graphrag = next(r for r in _record().leaderboard if r.system == "graphrag")
+    assert (graphrag.calls, graphrag.tokens) == (3 + 3, 3000 + 3 * 300)  # not 900: the replayed ingest counts
 
 
 def test_the_summary_and_the_page_show_the_ranking():
