@@ -62,7 +62,7 @@ class SystemCell(RecordModel):
     evidence_recall: float | None = Field(None, description="Mean over questions that have source ids")
     context_tokens: float | None = Field(None, description="Mean tokens of chat context sent per question")
     calls: int = Field(0, description="Model calls of these questions (answer and judge), live, cached or replayed")
-    tokens: int = Field(0, description="Prompt + completion tokens of those calls")
+    tokens: int = Field(0, description="Prompt + completion tokens of those calls (cached or replayed: as recorded)")
     errors: int = 0
     skipped: int = 0
 

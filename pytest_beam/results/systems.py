@@ -33,7 +33,9 @@ def _cell(questions: Sequence[QuestionRecord]) -> SystemCell:
     return SystemCell(
         n=len(scored), mean=_mean([float(q.score) for q in scored]),  # type: ignore[arg-type]
         interval=interval_of(questions), evidence_recall=_mean(recall), context_tokens=_mean(context),
-        calls=sum(q.calls for q in questions), tokens=sum(row.tokens for q in questions for row in q.usage.values()),
+        calls=sum(q.calls for q in questions),
+        # a cached or replayed call counts with the tokens it was recorded with (else a replay shows 0)
+        tokens=sum(row.tokens + row.cached_tokens for q in questions for row in q.usage.values()),
         errors=sum(q.outcome == "error" for q in questions), skipped=sum(q.outcome == "skipped" for q in questions))
 
 
@@ -54,7 +56,7 @@ def system_stats(questions: Iterable[QuestionRecord], order: Sequence[str], aids
             if key.split("/", 1)[0] == name or (len(by_system) == 1 and "/" not in key):
                 for row in (info.get("usage") or {}).values():
                     calls += sum(int(row.get(k, 0)) for k in ("calls", "cached_calls", "replayed_calls"))
-                    tokens += int(row.get("prompt_tokens", 0)) + int(row.get("completion_tokens", 0))
+                    tokens += sum(int(row.get(k, 0)) for k in ("prompt_tokens", "completion_tokens", "cached_tokens"))
         out[name] = SystemStats(measurement_aid=name in aids,
                                 abilities={a: _cell(by_ability[a]) for a in sorted(by_ability)},
                                 overall=_cell(qs), ingest_calls=calls, ingest_tokens=tokens)

@@ -54,8 +54,13 @@ def test_ranked_by_mean_ties_by_tokens_per_point_the_aid_last_and_unranked():
 
 
 def test_a_replayed_call_counts_with_the_tokens_it_was_recorded_with():
-    graphrag = next(r for r in _record().leaderboard if r.system == "graphrag")
+    record = _record()
+    graphrag = next(r for r in record.leaderboard if r.system == "graphrag")
     assert (graphrag.calls, graphrag.tokens) == (3 + 3, 3000 + 3 * 300)  # not 900: the replayed ingest counts
+    # the side-by-side table too: its ingest and its questions' tokens as recorded
+    replayed = record.questions[0].model_copy(update={"usage": {"agent": UsageRow(replayed_calls=1, cached_tokens=77)}})
+    stats = system_stats([replayed], ["graphrag"], set(), {"graphrag/1": {"usage": INGEST["graphrag/1"]}})
+    assert stats["graphrag"].ingest_tokens == 3000 and stats["graphrag"].overall.tokens == 77
 
 
 def test_the_summary_and_the_page_show_the_ranking():
