@@ -225,14 +225,14 @@ def run_conversation(cid: str, documents, server_url: str, embedder, work: Path)
         client.close()
     usage = client.meter.snapshot()
     return {"cid": cid, "chunks": report.chunks, "wall": wall, "embed_s": embedder.seconds,
-            "model_s": sum(u.latency_s for u in usage.values()),
+            "model_s": sum(u.seconds for u in usage.values()),
             "roles": {r: usage[r] for r in ROLES if r in usage}, "report": report}
 
 
 def summarise(label: str, runs: list[dict]) -> dict:
     chunks = sum(r["chunks"] for r in runs)
     calls = {role: sum(r["roles"][role].calls for r in runs if role in r["roles"]) for role in ROLES}
-    tokens = {role: sum(r["roles"][role].total_tokens for r in runs if role in r["roles"]) for role in ROLES}
+    tokens = {role: sum(r["roles"][role].tokens for r in runs if role in r["roles"]) for role in ROLES}
     total_calls, total_tokens = sum(calls.values()), sum(tokens.values())
     wall = sum(r["wall"] for r in runs)
     print(f"\n== {label}: {len(runs)} conversation(s), {chunks} chunks")

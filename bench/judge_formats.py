@@ -147,7 +147,7 @@ def main() -> int:
                                         (done % 10 == 0 or done == total)
                                         and print(f"  {n}: {done}/{total} cases, {time.monotonic() - t0:.0f} s",
                                                   flush=True)))
-            calls = sum(u.get("calls", 0) for u in meter.to_dict().values())
+            calls = meter.total().calls
             rows.append(_row(name, check, base, calls))
             base = base or check
             for ability, stats in check.abilities.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from .settings import OPTIONS, SettingsError
+from .settings import OPTIONS, SettingsError, flag_arguments
 
 MARKERS = {
     "beam": "a BEAM probing question (collected by pytest-beam)",
@@ -35,11 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         extra = f" [ini {option.ini_name}; env {', '.join(option.env_names)}]"
         if option.name == "base_url":
             extra += f" {secrets}"
-        kwargs: dict[str, object] = {"action": "store_true"} if option.is_bool else {"metavar": option.name.upper()}
-        if option.choices and not option.is_bool:
-            kwargs["choices"] = option.choices
-        group.addoption(option.flag_name, dest="beam_" + option.name, default=None,
-                        help=option.help + extra, **kwargs)
+        kwargs = flag_arguments(option)
+        group.addoption(option.flag_name, dest="beam_" + option.name, default=None, **{
+            **kwargs, "help": kwargs["help"] + extra})
         parser.addini(option.ini_name, option.help, default=None)
     group.addoption("--beam", dest="beam_collect", action="store_true", default=False,
                     help="Collect the BEAM questions even when test paths are given.")
@@ -52,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, doc in {**MARKERS, **{a: f"BEAM ability {a}" for a in ABILITIES}}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     # Answer snapshots are named by question id, not by syrupy's test-file convention (see
-    # results/snapshots.py); syrupy says so on every write, which is expected here.
+    # session/answer_snapshots.py); syrupy says so on every write, which is expected here.
     config.addinivalue_line("filterwarnings", "ignore:\\nCan not relate snapshot:UserWarning")
     from .session.configure import plan_run
 

@@ -1,25 +1,29 @@
-"""One frozen settings object from `--beam-*` flags, `beam_*` ini keys and `BEAM_*` variables.
+"""The option table and the one frozen settings object a run reads (`--beam-*` flags, `beam_*` ini keys, `BEAM_*`).
 
-Precedence: flag, then environment variable, then ini key, then the default. The option table
-below is the single source for all three spellings, the help text and the README's table.
+The option table below is the single source for all three spellings, the help text (of pytest's
+options, of the `pytest-beam` command's and of docs/configuration.md), each option's own checks,
+and whether a cassette records it; `setting_sources.resolve` reads the values (flag, then
+environment variable, then ini key, then the default). A new option is a row here and a field of
+`Settings`, and the code that reads it.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, cast
 
 from .scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR
-from .scoring.names import DEFAULT_PROFILE, PROFILE_NAMES
-from .systems import DEFAULT_SYSTEM
+from .scoring.profile_names import DEFAULT_PROFILE, PROFILE_NAMES
+from .scoring.profile_names import choices_text as profile_choices
+from .system_registry import DEFAULT_SYSTEM
+from .system_registry import choices_text as system_choices
 
 if TYPE_CHECKING:
     from .data.sets import Mode
     from .llm.cassette import QuestionSet, RecordedSettings
-    from .scoring.names import ProfileName
+    from .scoring.profile_names import ProfileName
 
 MODES = ("lite", "full", "complete")
 TIERS = ("100K", "500K", "1M", "10M")  # pytest_beam.data.ids.TIERS (this module imports no other room)
@@ -32,6 +36,10 @@ class SettingsError(Exception):
     """A setting has a value the harness cannot use; the message names the flag and the fix."""
 
 
+#: A check of an option's value: None when the value is usable, else what is wrong with it.
+Check = Callable[[Any], "str | None"]
+
+
 @dataclass(frozen=True)
 class Option:
     name: str  # attribute name; flag --beam-<name with dashes>, ini beam_<name>, env BEAM_<NAME>
@@ -42,6 +50,11 @@ class Option:
     env: tuple[str, ...] = ()  # extra environment variables, after BEAM_<NAME>
     flag: bool = True  # secrets get no flag (a flag shows in `ps` and shell history) and no ini key
     is_bool: bool = False
+    check: Check | None = None  # the value's own bounds, checked once it is read
+    path: bool = False  # a path: resolved where it was written (a flag's, a variable's, an ini file's)
+    recorded: bool = False  # shapes a run's requests or scores: a cassette's header records it (RECORDED_SETTINGS)
+    question_set: bool = False  # chooses the questions: a cassette's header says it, never sets it (QUESTION_SET)
+    empty_means_unset: bool = False  # `--beam-data=` or `BEAM_DATA=`: unset, above an ini file's value
 
     @property
     def env_only(self) -> bool:
@@ -73,7 +86,7 @@ def _bool(value: str) -> bool:
 def _conversation_list(value: str) -> str | None:
     """Checked as a list of numbers; its range is the tier's, checked once the tier is known
     (`resolve`), by the data layer's parser, which says what is wrong."""
-    from .data.errors import BeamDataError
+    from .data.data_error import BeamDataError
     from .data.sets import parse_conversations
 
     try:
@@ -117,6 +130,17 @@ def _judge_check_spec(value: str) -> str:
     raise ValueError(f"choose one of {', '.join(JUDGE_CHECK_WORDS)} or a number of cases (1 or more)")
 
 
+def _shard_spec(value: str) -> str | None:
+    """K/N with 1 <= K <= N (checked here so a typo stops the run at start)."""
+    from .data.shards import parse_shard
+
+    spec = str(value).strip()
+    if not spec or spec.lower() == "none":
+        return None
+    parse_shard(spec)
+    return spec
+
+
 EMBEDDERS = ("local", "local-export")
 
 
@@ -127,48 +151,62 @@ def _embeddings_spec(value: str) -> str:
     raise ValueError(f"choose one of {', '.join(EMBEDDERS)} or endpoint:<model>")
 
 
+def at_least(low: int) -> Check:
+    return lambda v: None if v is None or v >= low else ("must be 0 or more" if low == 0 else f"must be at least {low}")
+
+
+def seconds(value: float) -> str | None:
+    return None if value > 0 else "must be more than 0 seconds"
+
+
+def between(low: float, high: float, what: str = "must be") -> Check:
+    return lambda v: None if low <= v <= high else f"{what} between {low:g} and {high:g}"
+
+
 OPTIONS: tuple[Option, ...] = (
-    Option("mode", "Question set: lite (2 questions, 3 messages), full (100 questions, 5 conversations) or complete (400 questions, all 20 conversations of the 100K split).", "lite", choices=MODES),
+    Option("mode", "Question set: lite (2 questions, 3 messages), full (100 questions, 5 conversations) or complete (400 questions, all 20 conversations of the 100K split).", "lite", choices=MODES, question_set=True),
     Option("tier", "BEAM tier: 100K, 500K (35 conversations), 1M (35) or 10M (10); full and complete are the tier's chosen and whole sets, lite is 100K's only.", "100K", choices=TIERS),
-    Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None),
+    Option("data", "BEAM data directory in the upstream layout (e.g. ../shared/beam); unset: Hugging Face at the pinned revision.", None, path=True, empty_means_unset=True),
     Option("neo4j", "Neo4j provider: auto, docker, local, or a bolt:// URI of an existing server.", "auto", _neo4j_spec),
     Option("base_url", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1.", None, env=("OPENAI_BASE_URL",)),
     Option("api_key", "API key: environment only (BEAM_API_KEY or OPENAI_API_KEY); no flag and no ini key.", None, env=("OPENAI_API_KEY",), flag=False),
-    Option("model", "Model of the agent; the default for every other role.", None),
-    Option("extraction_model", "Model for ingest extraction (default: the agent's).", None),
-    Option("resolution_model", "Model for entity resolution and updates (default: the agent's).", None),
-    Option("judge_model", "Model of the judge (default: the agent's, which biases scores upward).", None),
-    Option("embeddings", "Embeddings: local (in-process MiniLM, MatMuls in int8, built once into ~/.cache/pytest-beam), local-export (the wheel's export as shipped) or endpoint:<model>.", "local", _embeddings_spec),
-    Option("chunk_tokens", "Ingest chunk size in tokens.", 1000, int),
-    Option("max_llm_pairs", "Most entity pairs per label sent to the model for resolution.", 500, int),
-    Option("concurrency", "Most model requests in flight per endpoint.", 4, int),
-    Option("timeout", "Seconds before one model request times out.", 120.0, float),
-    Option("max_retries", "Retries of a model request on timeouts, 429 and 5xx.", 5, int),
-    Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full and complete: set it).", None, _optional_int),
-    Option("max_tokens", "Spend cap: most tokens in the run (lite default 120000; full and complete: set it).", None, _optional_int),
+    Option("model", "Model of the agent; the default for every other role.", None, recorded=True),
+    Option("extraction_model", "Model for ingest extraction (default: the agent's).", None, recorded=True),
+    Option("resolution_model", "Model for entity resolution and updates (default: the agent's).", None, recorded=True),
+    Option("judge_model", "Model of the judge (default: the agent's, which biases scores upward).", None, recorded=True),
+    Option("embeddings", "Embeddings: local (in-process MiniLM, MatMuls in int8, built once into ~/.cache/pytest-beam), local-export (the wheel's export as shipped) or endpoint:<model>.", "local", _embeddings_spec, recorded=True),
+    Option("chunk_tokens", "Ingest chunk size in tokens.", 1000, int, check=at_least(1), recorded=True),
+    Option("max_llm_pairs", "Most entity pairs per label sent to the model for resolution.", 500, int, check=at_least(0), recorded=True),
+    Option("concurrency", "Most model requests in flight per endpoint and process: the ceiling; fewer while the endpoint answers 429 or times out.", 4, int, check=at_least(1)),
+    Option("question_concurrency", "Most questions of one conversation answered and judged at once, once it is ingested (a system that cannot answer concurrently answers one at a time).", 4, int, check=at_least(1)),
+    Option("timeout", "Seconds before one model request times out.", 120.0, float, check=seconds),
+    Option("max_retries", "Retries of a model request on timeouts, 429 and 5xx.", 5, int, check=at_least(0)),
+    Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full and complete: set it).", None, _optional_int, check=at_least(0)),
+    Option("max_tokens", "Spend cap: most tokens in the run (lite default 120000; full and complete: set it).", None, _optional_int, check=at_least(0)),
     Option("dry_run", "Print the estimate of calls and tokens by phase, then exit without calling a model.", False, _bool, is_bool=True),
     Option("record_mode", "Cassette mode: off, none (replay only), once, new_episodes, all.", "off", choices=RECORD_MODES),
-    Option("cassette", "Cassette file for --beam-record-mode.", None),
-    Option("cache", "Response cache directory ('off' disables).", ".beam/cache"),
-    Option("results", "Directory for run records and traces.", ".beam/results"),
-    Option("pass_score", "A question passes at or above this score.", 0.5, float),
-    Option("scorer", "Scoring profile: default (fixed), upstream (BEAM code's quirks, for BEAM's published numbers) or omnimemeval (0.5 kept, question filled in, event ordering as tau-b x coverage, as OmniMemEval scores).", DEFAULT_PROFILE, choices=PROFILE_NAMES),
+    Option("cassette", "Cassette file for --beam-record-mode.", None, path=True),
+    Option("cache", "Response cache directory ('off' disables).", ".beam/cache", path=True),
+    Option("results", "Directory for run records and traces.", ".beam/results", path=True),
+    Option("pass_score", "A question passes at or above this score.", 0.5, float, check=between(0, 1), recorded=True),
+    Option("scorer", f"Scoring profile: {profile_choices()}.", DEFAULT_PROFILE, choices=PROFILE_NAMES, recorded=True),
     Option("snapshot", "Answer snapshots: assert (fail on change), report (list changes), off. Default: assert when replaying a cassette, else report.", None, choices=SNAPSHOT_MODES),
-    Option("agent_steps", "Most agent steps per question.", 12, int),
-    Option("agent_timeout", "Seconds per question for the agent.", 300.0, float),
-    Option("tool_mode", "Agent tool calls: auto, native, or json (JSON actions for models without tools).", "auto", choices=TOOL_MODES),
-    Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float),
+    Option("agent_steps", "Most agent steps per question.", 12, int, check=at_least(1), recorded=True),
+    Option("agent_timeout", "Seconds per question for the agent.", 300.0, float, check=seconds),
+    Option("tool_mode", "Agent tool calls: auto, native, or json (JSON actions for models without tools).", "auto", choices=TOOL_MODES, recorded=True),
+    Option("neo4j_start_timeout", "Seconds to wait for a Neo4j service to accept Bolt connections.", 180.0, float, check=seconds),
     Option("html", "Also write the HTML report beside the record.", False, _bool, is_bool=True),
-    Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20 on 100K, 1 to 35 on 500K and 1M, 1 to 10 on 10M).", None, _conversation_list),
-    Option("keep_markers", "Keep the BEAM generator's plan markers ('->-> 1,4' ending a turn) in the chat; by default they are stripped before any memory system sees it.", False, _bool, is_bool=True),
-    Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int),
-    Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec),
-    Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", DEFAULT_BAR, float),
-    Option("judge_fail_bar", "Share of right answers (BEAM's reference answers on their own rubric items, 'I don't know' to an abstention question) the judge may fail before the judge check warns that it is not to be trusted.", DEFAULT_FAIL_BAR, float),
+    Option("conversations", "Only these conversations of the full or complete set, e.g. 1,4,17 (1 to 20 on 100K, 1 to 35 on 500K and 1M, 1 to 10 on 10M).", None, _conversation_list, question_set=True),
+    Option("keep_markers", "Keep the BEAM generator's plan markers ('->-> 1,4' ending a turn) in the chat; by default they are stripped before any memory system sees it.", False, _bool, is_bool=True, question_set=True),
+    Option("judge_runs", "Judge every rubric item and every event-ordering alignment this many times (each repeat its own cached calls); the record keeps the mean and the agreement between repeats.", 1, int, check=at_least(1), recorded=True),
+    Option("judge_check", "Calibrate the judge on BEAM's reference answers of the run's own questions and show it in the summary: off, on (a sample of 24 cases), all, a number of cases, or auto (on when the judge is the embedded model).", "auto", _judge_check_spec, recorded=True),
+    Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", DEFAULT_BAR, float, check=between(-1, 1, 'a kappa is')),
+    Option("judge_fail_bar", "Share of right answers (BEAM's reference answers on their own rubric items, 'I don't know' to an abstention question) the judge may fail before the judge check warns that it is not to be trusted.", DEFAULT_FAIL_BAR, float, check=between(0, 1, 'a share is')),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
-    Option("system", "Memory systems to compare, comma-separated: graphrag, long-context, bm25, dense, gold-evidence (a measurement aid), the outside ones (mem0, graphiti, hindsight, cognee, lightrag, neo4j-graphrag, langmem; each needs its library installed), 'all' (the built-in ones), 'installed' (every system whose library is installed: a leaderboard), or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
-    Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int),
-    Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int),
+    Option("system", f"Memory systems to compare, comma-separated: {system_choices()}; 'all' (every one but the outside systems), 'installed' (every one whose library is installed: a leaderboard), or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
+    Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int, check=at_least(1)),
+    Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int, check=at_least(1)),
+    Option("shard", "This machine's share of the run, K/N: the K-th of N shards of the selected conversations, balanced by chunk count; `pytest-beam merge` joins the shards' records into one.", None, _shard_spec),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -215,6 +253,8 @@ class Settings:
     system: str = DEFAULT_SYSTEM
     context_tokens: int = 120_000
     retrieval_k: int = 10
+    question_concurrency: int = 4
+    shard: str | None = None
     tier: str = "100K"
     endpoint_identity: str | None = None  # not an option: set with the embedded model (llm.embedded.CACHE_IDENTITY)
 
@@ -265,13 +305,11 @@ class Settings:
 SettingValue: TypeAlias = str | int | float | bool | None
 SettingsSnapshot: TypeAlias = dict[str, SettingValue]
 
-PATH_OPTIONS = ("data", "cassette", "cache", "results")
+PATH_OPTIONS = tuple(o.name for o in OPTIONS if o.path)
 # Settings that shape a run's model requests or its scores: written into a cassette's header when
 # recording, and taken from it when replaying unless a flag on the command line says otherwise
 # (the keys of llm.cassette.RecordedSettings, the header's type).
-RECORDED_SETTINGS = ("model", "extraction_model", "resolution_model", "judge_model", "embeddings",
-                     "chunk_tokens", "max_llm_pairs", "agent_steps", "tool_mode", "scorer", "judge_runs",
-                     "pass_score", "judge_check")
+RECORDED_SETTINGS = tuple(o.name for o in OPTIONS if o.recorded)
 
 
 def recorded_settings(settings: Settings) -> RecordedSettings:
@@ -281,7 +319,7 @@ def recorded_settings(settings: Settings) -> RecordedSettings:
 
 # The question set a run asks (its requests are those of these questions): written into a cassette's
 # header beside the settings, and compared on a miss, but never taken from it (flags choose the set).
-QUESTION_SET = ("mode", "conversations", "keep_markers")
+QUESTION_SET = tuple(o.name for o in OPTIONS if o.question_set)
 
 
 def question_set(settings: Settings) -> QuestionSet:
@@ -289,113 +327,23 @@ def question_set(settings: Settings) -> QuestionSet:
     so the headers of cassettes recorded before the larger tiers still read the same."""
     tier = {"tier": settings.tier} if settings.tier != "100K" else {}
     return cast("QuestionSet", {**{name: getattr(settings, name) for name in QUESTION_SET}, **tier})
-EMPTY_MEANS_UNSET = ("data",)  # an empty flag or variable says "none", above an ini file's value
 
 
-def _check_tier(values: dict[str, Any], origins: dict[str, tuple[str, Any]]) -> None:
-    """The settings that depend on the tier: lite is 100K's set, and a conversation list is checked
-    against the tier's conversations (normalised to "1,4,17")."""
-    from .data.errors import BeamDataError
-    from .data.sets import parse_conversations
+class FlagArguments(TypedDict, total=False):
+    """The keyword arguments of argparse's ``add_argument`` (and pytest's ``addoption``) for an option."""
 
-    tier = values["tier"]
-    if values["mode"] == "lite" and tier != "100K":
-        where = origins["tier"][0]
-        raise SettingsError(f"{where}={tier}: the lite set is 100K's (conversation 17, two questions); with "
-                            f"--beam-tier={tier} choose --beam-mode=full or --beam-mode=complete")
-    if values["conversations"] is not None:
-        try:
-            values["conversations"] = ",".join(parse_conversations(values["conversations"], tier=tier) or ())
-        except BeamDataError as exc:
-            where, raw = origins["conversations"]
-            raise SettingsError(f"{where}={raw!r}: {exc}") from exc
+    help: str
+    action: str
+    metavar: str
+    choices: tuple[str, ...]
 
 
-def _blank(value: Any) -> bool:
-    return isinstance(value, str) and not value.strip()
-
-
-def resolve(get_flag: Callable[[str], Any], get_ini: Callable[[str], Any],
-            environ: Mapping[str, str] | None = None, rootdir: Path | None = None,
-            invocation_dir: Path | None = None, ini_dir: Path | None = None,
-            recorded: Mapping[str, Any] | None = None) -> Settings:
-    """Build Settings; `get_flag(name)` and `get_ini(name)` return None when unset.
-
-    `recorded`: a replayed cassette's settings (its header); each one is used unless a flag
-    gives that setting (above the environment and the ini file, which were not made for it).
-
-    A relative path resolves where it was written (pytest's convention): a flag's or an
-    environment variable's against `invocation_dir`, an ini key's against `ini_dir` (the ini
-    file's folder), a default against `rootdir`; each falls back to `rootdir`, then the cwd.
-    """
-    environ = os.environ if environ is None else environ
-    root = rootdir or Path.cwd()
-    bases = {"flag": invocation_dir or root, "env": invocation_dir or root, "ini": ini_dir or root, "default": root}
-    base_of: dict[str, Path] = {}
-    origins: dict[str, tuple[str, Any]] = {}  # option -> (where it was given, its raw value)
-    values: dict[str, Any] = {}
-    for option in OPTIONS:
-        raw, origin = None, None
-        flag_value = get_flag(option.name) if option.flag else None
-        kind = "default"
-        if option.name in EMPTY_MEANS_UNSET and _blank(flag_value):
-            raw, kind = None, "flag"  # `--beam-data=`: unset, not the rootdir
-        elif option.name in EMPTY_MEANS_UNSET and flag_value is None and any(_blank(environ.get(e)) for e in option.env_names):
-            raw, kind = None, "env"  # `BEAM_DATA=`: unset, whatever the ini file says
-        elif flag_value is not None and flag_value is not False:
-            raw, origin, kind = flag_value, option.flag_name, "flag"
-        else:
-            for env_name in option.env_names:
-                if environ.get(env_name):
-                    raw, origin, kind = environ[env_name], env_name, "env"
-                    break
-            else:
-                ini_value = None if option.env_only else get_ini(option.name)
-                if ini_value not in (None, ""):
-                    raw, origin, kind = ini_value, option.ini_name, "ini"
-        if recorded is not None and option.name in recorded and kind != "flag":
-            raw, origin, kind = recorded[option.name], f"the cassette's {option.flag_name}", "default"
-        base_of[option.name] = bases[kind]
-        origins[option.name] = (origin or option.flag_name, raw)
-        if raw is None:
-            values[option.name] = option.default
-            continue
-        try:
-            value = raw if isinstance(raw, (bool, int, float)) and not isinstance(raw, str) else option.kind(raw)
-        except (TypeError, ValueError) as exc:
-            raise SettingsError(f"{origin}={raw!r}: {exc}") from exc
-        if option.choices and value not in option.choices:
-            raise SettingsError(f"{origin}={raw!r}: choose one of {', '.join(option.choices)}")
-        values[option.name] = value
-
-    for name in ("data", "cassette"):
-        if values[name] is not None:
-            values[name] = (base_of[name] / Path(values[name]).expanduser()).resolve()
-    cache = values["cache"]
-    values["cache"] = None if str(cache).lower() in {"off", "none", ""} else (
-        base_of["cache"] / Path(cache).expanduser()).resolve()
-    values["results"] = (base_of["results"] / Path(values["results"]).expanduser()).resolve()
-    if values["snapshot"] is None:
-        values["snapshot"] = "assert" if values["record_mode"] == "none" else "report"
-    if values["record_mode"] not in ("off",) and values["cassette"] is None:
-        raise SettingsError(f"--beam-record-mode={values['record_mode']} needs --beam-cassette FILE")
-    if not 0.0 <= values["pass_score"] <= 1.0:
-        raise SettingsError(f"--beam-pass-score={values['pass_score']}: must be between 0 and 1")
-    if not -1.0 <= values["judge_bar"] <= 1.0:
-        raise SettingsError(f"--beam-judge-bar={values['judge_bar']}: a kappa is between -1 and 1")
-    if not 0.0 <= values["judge_fail_bar"] <= 1.0:
-        raise SettingsError(f"--beam-judge-fail-bar={values['judge_fail_bar']}: a share is between 0 and 1")
-    for name in ("chunk_tokens", "concurrency", "agent_steps", "judge_runs", "context_tokens", "retrieval_k"):
-        if values[name] < 1:
-            raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be at least 1")
-    for name in ("max_calls", "max_tokens", "max_retries", "max_llm_pairs"):
-        if values[name] is not None and values[name] < 0:
-            raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be 0 or more")
-    for name in ("timeout", "agent_timeout", "neo4j_start_timeout"):
-        if not values[name] > 0:
-            raise SettingsError(f"{OPTION_BY_NAME[name].flag_name}={values[name]}: must be more than 0 seconds")
-    _check_tier(values, origins)
-    if values["mode"] == "lite":
-        values["max_calls"] = 40 if values["max_calls"] is None else values["max_calls"]
-        values["max_tokens"] = 120_000 if values["max_tokens"] is None else values["max_tokens"]
-    return Settings(**values)
+def flag_arguments(option: Option) -> FlagArguments:
+    """How an option is offered on a command line (pytest's options and the `pytest-beam` command's
+    alike): its help, and a switch for a yes/no option, a metavar and the choices for the others."""
+    if option.is_bool:
+        return {"action": "store_true", "help": option.help}
+    kwargs: FlagArguments = {"metavar": option.name.upper(), "help": option.help}
+    if option.choices:
+        kwargs["choices"] = option.choices
+    return kwargs

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NotRequired, Protocol, TypeAlias, TypedDict
 
 from .data.records import Document, SystemQuestion
-from .systems import DEFAULT_SYSTEM
+from .system_registry import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from .data.records import ProbingQuestion
     from .data.sets import BenchmarkSet
     from .llm import ModelClient
-    from .llm.meter import UsageCounts
+    from .llm.meter import UsageJson
     from .llm.relay import ModelRelay
     from .llm.wire import JsonObject
     from .services import Neo4jConnection
@@ -60,7 +60,7 @@ class ModelStep(TypedDict):
     tool_calls: list[TracedToolCall]
     finish_reason: str | None
     final: bool  # the call that gave the answer
-    usage: NotRequired[UsageCounts]  # the call's Usage.to_dict(), when the client reports one
+    usage: NotRequired[UsageJson]  # the call's Usage, when the client reports one
 
 
 class ToolStep(TypedDict):
@@ -90,16 +90,29 @@ TraceNote: TypeAlias = dict[str, NoteValue]
 TraceStep: TypeAlias = ModelStep | ToolStep | TraceNote
 
 
+# An answer flagged with one of these is no answer: the harness scores it 0 with no judge call (in the
+# run and in `pytest-beam rejudge` alike) and fails its test. A system sets them; the harness reads
+# them only through `SystemAnswer.gave_no_answer`.
+FLAG_AGENT_FAILURE: Final = "agent_failure"  # the system ended without an answer (an empty reply, a step limit)
+FLAG_TIMEOUT: Final = "timeout"  # the system ran out of its time for the question
+NO_ANSWER_FLAGS: Final = frozenset({FLAG_AGENT_FAILURE, FLAG_TIMEOUT})
+
+
 @dataclass
 class SystemAnswer:
     text: str
     retrieved_message_ids: set[int] = field(default_factory=set)
     trace: list[TraceStep] = field(default_factory=list)
     steps: int = 0
-    flags: list[str] = field(default_factory=list)  # e.g. "agent_failure", "timeout"
+    flags: list[str] = field(default_factory=list)  # e.g. FLAG_AGENT_FAILURE, FLAG_TIMEOUT
     # Tokens of chat context put in front of the answering model for this answer, when the
     # system knows it (the baselines in pytest_beam.systems do): compares systems' reading cost.
     context_tokens: int | None = None
+
+    @property
+    def gave_no_answer(self) -> bool:
+        """The system flagged this answer as none (NO_ANSWER_FLAGS): it scores 0, unjudged."""
+        return bool(NO_ANSWER_FLAGS & set(self.flags))
 
 
 # The length of an answer, in tokens, that a dry run assumes: what a baseline writes, and what the judge reads.
@@ -154,6 +167,11 @@ class MemorySystem(ABC):
     # True only for a system that reads what a real one never may (the question's own sources):
     # the harness lends it `SystemContext.gold_evidence`, and it is reported apart, never ranked.
     measurement_aid: ClassVar[bool] = False
+    # True for a system whose `answer` may run for several questions of one conversation at once,
+    # in threads (it keeps no per-question state on the instance, and what it shares is safe between
+    # threads): the harness then answers up to --beam-question-concurrency questions at a time once
+    # the conversation is ingested. False, the default, answers one question after another.
+    answers_concurrently: ClassVar[bool] = False
 
     @abstractmethod
     def ingest(self, documents: list[Document]) -> IngestReport: ...

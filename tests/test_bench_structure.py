@@ -8,7 +8,7 @@ import ast
 import sys
 from pathlib import Path
 
-from tests.test_package_structure import runtime_imports
+from tests.test_package_structure import every_import
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
@@ -36,7 +36,7 @@ def project_module(module: str) -> bool:
 
 def private_imports(path: Path, tree: ast.Module) -> list[str]:
     found = []
-    for node in runtime_imports(tree):
+    for node in every_import(tree):
         if isinstance(node, ast.Import):
             targets = [(a.name, None) for a in node.names]
         else:

@@ -178,7 +178,7 @@ def test_suite_flags_switch_the_suite_on_in_both_spellings(pytester, beam_data_d
 
 def test_the_api_key_is_read_from_the_environment_only(pytester, monkeypatch):
     """An ini key for the secret is neither registered nor read; --help says where the key goes."""
-    from pytest_beam.settings import resolve
+    from pytest_beam.setting_sources import resolve
 
     monkeypatch.delenv("BEAM_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import pins
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .local_copy import how_to_get
 from .sources import BeamCorpus, RawConversation, build_corpus, check_pin
 from .tiers import tier as tier_of

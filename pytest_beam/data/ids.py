@@ -20,7 +20,7 @@ DEFAULT_TIER = "100K"
 _QUESTION = (r"(?:(?P<tier>" + "|".join(t for t in TIERS if t != DEFAULT_TIER) + r")/)?"
              r"conv(?P<conversation>[1-9]\d*):(?P<ability>[a-z_]+):(?P<index>\d+)")
 _QUESTION_ID = re.compile(rf"^{_QUESTION}$")
-#: How every node id of the suite's items starts (``session/collection.py`` adds the module ``beam``,
+#: How every node id of the suite's items starts (``session/question_items.py`` adds the module ``beam``,
 #: ``session/suite.py`` holds ``test_question``; tests/data/test_ids.py checks the two agree).
 SUITE_ITEM_PREFIX = "beam::test_question["
 # the system's name may hold dashes (long-context): the shortest prefix that leaves a question id

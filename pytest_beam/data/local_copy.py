@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from . import pins
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .plans_10m import join_plans, joined_plan_sessions, plan_numbers
 from .sources import (
     BeamCorpus,
     RawConversation,
+    RawItem,
     build_corpus,
     check_pin,
     upstream_sessions,
@@ -89,7 +90,7 @@ def _read_json(path: Path, rel: str, root: Path, pinned: dict[str, pins.FilePin]
 
 
 def read_chat(root: Path, tier: str, conversation: str,
-              pinned: dict[str, pins.FilePin]) -> tuple[list[list[dict[str, Any]]], str]:
+              pinned: dict[str, pins.FilePin]) -> tuple[list[list[RawItem]], str]:
     """One conversation's sessions, every file hash-checked, and where it was read from."""
     spec = tier_of(tier)
     rel = spec.chat_path(conversation)

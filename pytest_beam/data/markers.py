@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .records import Document, Message
 
 ARROW = "->->"

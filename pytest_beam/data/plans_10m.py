@@ -16,22 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from . import pins
-from .errors import BeamDataError
-from .sources import upstream_sessions
+from .data_error import BeamDataError
+from .sources import RawItem, upstream_sessions
 from .tiers import tier as tier_of
 
 
-def joined_plan_sessions(joined: Any, path: Path) -> list[list[dict[str, Any]]]:
+def joined_plan_sessions(joined: Any, path: Path) -> list[list[RawItem]]:
     """10M's joined chat.json as BEAM's code walks it: ``[{"plan-1": sessions}, ...]``, plans in list order."""
     if not isinstance(joined, list) or not all(isinstance(p, dict) and len(p) == 1 for p in joined):
         raise BeamDataError(f"{path}: not 10M's joined layout, a list of {{\"plan-<k>\": sessions}}")
     return [session for plan in joined for session in upstream_sessions(next(iter(plan.values())), path)]
 
 
-def join_plans(plans: list[list[list[dict[str, Any]]]]) -> list[list[dict[str, Any]]]:
+def join_plans(plans: list[list[list[RawItem]]]) -> list[list[RawItem]]:
     """The plans' sessions as one conversation, each plan's ids moved up by the previous plan's last id
     + 1 (``combine_10m_chats`` upstream; the plans' own files count from 0), without changing them."""
-    joined: list[list[dict[str, Any]]] = []
+    joined: list[list[RawItem]] = []
     offset = 0
     for number, sessions in enumerate(plans):
         moved = [[{**m, "id": int(m["id"]) + offset} if "id" in m else dict(m) for m in s] for s in sessions]

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from .data_error import BeamDataError
 from .defects import CHARACTER_RUN, loop_tail
-from .errors import BeamDataError
 
 REPAIRS_FILE = "repairs.tsv"
 CONV4_MESSAGE_97_SHA256 = "f395a89214d8b2b6f226e6ae3f0e4f3727222d55223fef10ea76405af865ed73"

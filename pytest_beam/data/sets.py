@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, TypedDict, cast
 
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .huggingface import load_huggingface
 from .ids import DEFAULT_TIER
 from .local_copy import load_local, missing_chats, missing_line

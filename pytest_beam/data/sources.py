@@ -14,9 +14,9 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
-from .errors import BeamDataError
+from .data_error import BeamDataError
 from .ids import QuestionId
 from .records import (
     ABILITIES,
@@ -30,12 +30,18 @@ from .repairs import repair_message
 
 REFERENCE_KEYS = ("answer", "ideal_answer", "ideal_response", "ideal_summary", "expected_compliance")
 
+#: A chat turn, or a probing question, as upstream's file holds it before the records are built from
+#: it (`message_from`, `question_from`). Open by nature: BEAM's files are JSON and Python literals
+#: whose keys differ by tier and by ability (an answer is `answer`, `ideal_response`, ...); the
+#: builders read the keys they know and say which one is missing.
+RawItem: TypeAlias = dict[str, Any]
+
 
 @dataclass(frozen=True)
 class RawConversation:
     id: str
-    sessions: list[list[dict[str, Any]]]
-    probing_questions: dict[str, list[dict[str, Any]]]
+    sessions: list[list[RawItem]]
+    probing_questions: dict[str, list[RawItem]]
 
 
 @dataclass
@@ -156,7 +162,7 @@ def build_corpus(source: str, raws: Iterable[tuple[RawConversation, str]], known
     return corpus
 
 
-def upstream_sessions(chat: Any, path: Path) -> list[list[dict[str, Any]]]:
+def upstream_sessions(chat: Any, path: Path) -> list[list[RawItem]]:
     """A chat file's sessions in the upstream layout (each a list of turns) as flat message lists."""
     try:
         return [[m for turn in s["turns"] for m in turn] for s in chat]

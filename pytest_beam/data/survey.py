@@ -27,6 +27,7 @@ from .ids import QuestionId
 from .local_copy import chat_present, read_chat
 from .markers import marker_shape
 from .records import ABILITIES
+from .sources import RawItem
 from .tiers import tier as tier_of
 
 
@@ -58,7 +59,7 @@ class RubricFinding:
     detail: str
 
 
-def raw_messages(root: Path, tier: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def raw_messages(root: Path, tier: str) -> Iterator[tuple[str, RawItem]]:
     """(conversation, raw message) of every chat of ``tier`` the copy holds, files hash-checked."""
     for cid in tier_of(tier).conversations:
         if chat_present(root, tier, cid):
@@ -139,7 +140,7 @@ def rubric_findings(root: Path, tier: str) -> list[RubricFinding]:
     return findings
 
 
-def _check(qid: str, ability: str, q: dict[str, Any], messages: int | None) -> list[RubricFinding]:
+def _check(qid: str, ability: str, q: RawItem, messages: int | None) -> list[RubricFinding]:
     out = []
     rubric = [str(r) for r in q.get("rubric") or []]
     asked = _ASKED_COUNT.search(str(q.get("question", "")))
@@ -162,7 +163,7 @@ _COMPOUND = re.compile(r"\b(\d+)\s*(weeks?|months?)\s*(?:and|,)\s*(\d+)\s*days?\
 _REFERENCE_KEYS = ("answer", "ideal_answer", "ideal_response")
 
 
-def _durations(qid: str, rubric: list[str], q: dict[str, Any]) -> list[RubricFinding]:
+def _durations(qid: str, rubric: list[str], q: RawItem) -> list[RubricFinding]:
     """A duration the rubric states that no two dates of the rubric or its reference answer give
     (within a day; a stated number of weeks within half a week; a year may turn between the dates)."""
     reference = next((str(q[k]) for k in _REFERENCE_KEYS if k in q), "")

@@ -62,7 +62,7 @@ assert tuple(TIER_TABLE) == TIERS
 
 
 def tier(name: str | None) -> Tier:
-    from .errors import BeamDataError
+    from .data_error import BeamDataError
 
     found = TIER_TABLE.get(name or DEFAULT_TIER)
     if found is None:

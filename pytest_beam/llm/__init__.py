@@ -26,7 +26,7 @@ from .cassette import Cassette
 from .client import ModelClient
 from .config import EMBEDDING_ROLE, ROLES, EndpointConfig, Role, RoleModels
 from .errors import BudgetExceeded, CassetteError, CassetteMiss, ModelEndpointError, ModelError, StructuredOutputError
-from .meter import Meter, Usage, UsageJournal, read_journals, snapshot_from_dict, snapshot_to_dict
+from .meter import Meter, Snapshot, Usage, UsageJournal, add_usage, read_journals
 from .replies import ChatResult, StructuredResult, ToolCall
 from .structured import StructuredParseError, extract_json_object, parse_structured
 from .transport import parse_retry_after
@@ -34,7 +34,7 @@ from .transport import parse_retry_after
 __all__ = [
     "Role", "ROLES", "EMBEDDING_ROLE", "EndpointConfig", "RoleModels",
     "ModelClient", "ChatResult", "StructuredResult", "ToolCall", "endpoint_limit", "parse_retry_after",
-    "Usage", "Meter", "UsageJournal", "read_journals", "snapshot_to_dict", "snapshot_from_dict",
+    "Usage", "Snapshot", "Meter", "UsageJournal", "read_journals", "add_usage",
     "Budget", "FileBudget", "CALLS_FLAG", "TOKENS_FLAG",
     "ResponseCache", "CorruptCacheEntry", "cache_key", "canonical_json", "fingerprint",
     "Cassette", "RECORD_MODES",

@@ -17,17 +17,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..redaction import url_without_credentials
 
 Outcome = Literal["ok", "throttled", "timeout", "error"]
 
 
-@dataclass(frozen=True)
-class LimitState:
-    """What one endpoint's limit did in this process (JSON-able through ``dataclasses.asdict``)."""
+class LimitState(BaseModel):
+    """What one endpoint's limit did in this process: a worker's part carries it to the controller."""
 
-    endpoint: str
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str  # its base URL, credentials left out
     ceiling: int
     limit: int  # where it stands now: at the end of a run, where it settled
     lowest: int
@@ -94,8 +98,9 @@ class AdaptiveLimit:
 
     def state(self) -> LimitState:
         with self._changed:
-            return LimitState(self.endpoint, self.ceiling, self._limit, self._lowest, self._throttled,
-                              self._timeouts, self._decreases)
+            return LimitState(endpoint=url_without_credentials(self.endpoint), ceiling=self.ceiling,
+                              limit=self._limit, lowest=self._lowest, throttled=self._throttled,
+                              timeouts=self._timeouts, decreases=self._decreases)
 
 
 class Slot:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..files import atomic_write, file_lock
 from .errors import BudgetExceeded
@@ -33,7 +33,16 @@ CALLS_FLAG = "--beam-max-calls"
 TOKENS_FLAG = "--beam-max-tokens"
 
 
-def _empty_state() -> dict[str, Any]:
+class BudgetState(TypedDict):
+    """What the budget has counted (the shared file's JSON, for a FileBudget)."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    refused: int
+
+
+def _empty_state() -> BudgetState:
     return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "refused": 0}
 
 
@@ -48,7 +57,7 @@ class Budget:
 
     # -- storage hooks (overridden by FileBudget) ------------------------------------------
     @contextmanager
-    def _locked_state(self) -> Iterator[dict[str, Any]]:
+    def _locked_state(self) -> Iterator[BudgetState]:
         with self._lock:
             yield self._state
 
@@ -85,7 +94,8 @@ class Budget:
     def used(self) -> dict[str, int]:
         """``{"calls", "prompt_tokens", "completion_tokens", "tokens", "refused"}`` so far."""
         with self._locked_state() as state:
-            out = dict(state)
+            out = {"calls": state["calls"], "prompt_tokens": state["prompt_tokens"],
+                   "completion_tokens": state["completion_tokens"], "refused": state["refused"]}
         out["tokens"] = out["prompt_tokens"] + out["completion_tokens"]
         return out
 
@@ -124,11 +134,10 @@ class FileBudget(Budget):
 
     def reset(self) -> None:
         with self._locked_state() as state:
-            state.clear()
             state.update(_empty_state())
 
     @contextmanager
-    def _locked_state(self) -> Iterator[dict[str, Any]]:
+    def _locked_state(self) -> Iterator[BudgetState]:
         with self._lock, file_lock(self._lock_path):  # threads of this process, then processes
             state = _empty_state()
             try:

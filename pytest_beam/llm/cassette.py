@@ -43,13 +43,26 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict, cast
 
 from .errors import CassetteError, CassetteMiss
 from .wire import JsonObject
 
 MODES = ("none", "once", "new_episodes", "all")
 HEADER = {"cassette": "pytest-beam", "version": 2}
+
+
+class CassetteEntry(TypedDict, total=False):
+    """One recorded response, a line of the cassette: its request's fingerprint and occurrence, who
+    asked, and the response body exactly as received (as text, or base64 when it is not UTF-8)."""
+
+    fp: str
+    i: int
+    kind: str
+    role: str
+    model: str
+    body: str
+    body_b64: str
 
 
 class RecordedSettings(TypedDict, total=False):
@@ -173,7 +186,7 @@ class Cassette:
         self.recorded_settings = read_settings(self.path)
         self.recorded_questions = read_questions(self.path)
         self._lock = threading.Lock()
-        self._recorded: dict[str, dict[int, dict[str, Any]]] = {}
+        self._recorded: dict[str, dict[int, CassetteEntry]] = {}
         self._uses: dict[str, int] = {}
         self.replayed = 0
         self.recorded = 0
@@ -244,7 +257,7 @@ class Cassette:
             if entry is not None:
                 self._recorded.setdefault(entry["fp"], {}).setdefault(int(entry["i"]), entry)
 
-    def _entry(self, line: str, number: int) -> dict[str, Any] | None:
+    def _entry(self, line: str, number: int) -> CassetteEntry | None:
         """The recorded response on one line, None for the header; :class:`CassetteError` otherwise."""
         try:
             entry = json.loads(line)
@@ -262,13 +275,13 @@ class Cassette:
         if not isinstance(entry.get("body"), str) and not isinstance(entry.get("body_b64"), str):
             raise self._broken(number, "no response 'body' (or 'body_b64')")
         entry.setdefault("i", 0)
-        return entry
+        return cast("CassetteEntry", entry)  # its keys checked above
 
     def _broken(self, number: int, why: str) -> CassetteError:
         return CassetteError(f"cassette {self.path}:{number}: {why}", path=str(self.path), line=number, why=why)
 
     @staticmethod
-    def _body_of(entry: dict[str, Any]) -> bytes:
+    def _body_of(entry: CassetteEntry) -> bytes:
         if "body_b64" in entry:
             return base64.b64decode(entry["body_b64"])
         return entry["body"].encode("utf-8")
@@ -299,7 +312,7 @@ class Cassette:
         """Append the response for occurrence ``index`` of request ``fp`` (after a miss)."""
         if self.mode == "none":
             raise RuntimeError("cassette is in replay-only mode 'none'")
-        entry: dict[str, Any] = {"fp": fp, "i": int(index), "kind": kind, "role": role, "model": model}
+        entry: CassetteEntry = {"fp": fp, "i": int(index), "kind": kind, "role": role, "model": model}
         try:
             entry["body"] = body.decode("utf-8")
         except UnicodeDecodeError:

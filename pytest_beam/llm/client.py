@@ -15,7 +15,7 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..redaction import redact, redact_value
 from .budget import Budget
@@ -117,20 +117,22 @@ class ModelClient:
         replays plain. The result's ``response_format`` says what the reply was asked with. The
         plain request is its own fingerprint and cache key, so cache and cassette stay exact.
         """
-        kwargs: dict[str, Any] = dict(tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
-                                      structured_schema=None, repeat=repeat, accept=accept)
+        def send(fmt: ResponseFormat | None) -> ChatResult:
+            return self._chat(role, messages, response_format=fmt, tools=tools, tool_choice=tool_choice,
+                              max_tokens=max_tokens, structured_schema=None, repeat=repeat, accept=accept)
+
         if response_format is None or self._format_refused:
-            return self._chat(role, messages, response_format=None, **kwargs)
+            return send(None)
         try:
-            return self._chat(role, messages, response_format=response_format, **kwargs)
+            return send(response_format)
         except CassetteMiss:
             if self.cassette is None or self.cassette.allows_network:
                 raise
-            return self._chat(role, messages, response_format=None, **kwargs)  # recorded plain
+            return send(None)  # recorded plain
         except ModelEndpointError as exc:
             if exc.status not in (400, 422):
                 raise
-            result = self._chat(role, messages, response_format=None, **kwargs)
+            result = send(None)
             self._format_refused = True  # the plain call worked: the format was what it refused
             return result
 
@@ -201,10 +203,13 @@ class ModelClient:
         vectors = [list(map(float, item["embedding"])) for item in items]
         usage = self._usage_of(data, got, latency, completion=False)
         self.meter.record(EMBEDDING_ROLE, usage, call=call)
-        self._emit(trace | {"usage": usage.to_dict(), "latency_s": latency, "cached": got.source == "cache",
+        self._emit(trace | {"usage": usage.model_dump(), "latency_s": latency, "cached": got.source == "cache",
                             "replayed": got.source == "cassette", "attempts": got.attempts,
                             "dimensions": len(vectors[0]) if vectors else 0})
         return vectors
+
+    def halt(self, reason: str) -> None:  # its siblings and the relay's clients share the transport
+        self._transport.halt(reason)  # no request goes out any more
 
     def close(self) -> None:
         self._transport.close()
@@ -287,7 +292,7 @@ class ModelClient:
             "text": text,
             "tool_calls": [c.to_dict() for c in tool_calls],
             "finish_reason": finish_reason,
-            "usage": usage.to_dict(),
+            "usage": usage.model_dump(),
             "latency_s": latency,
             "cached": result.cached,
             "replayed": result.replayed,
@@ -303,11 +308,11 @@ class ModelClient:
         prompt = int((raw or {}).get("prompt_tokens") or 0) if not missing else 0
         compl = int((raw or {}).get("completion_tokens") or 0) if (not missing and completion) else 0
         if got.source == "network":
-            return Usage(calls=1, prompt_tokens=prompt, completion_tokens=compl, latency_s=latency,
+            return Usage(calls=1, prompt_tokens=prompt, completion_tokens=compl, seconds=latency,
                          usage_missing=int(missing), retries=max(got.attempts - 1, 0))
         if got.source == "cache":
-            return Usage(cached_calls=1, cached_tokens=prompt + compl, latency_s=latency)
-        return Usage(replayed_calls=1, cached_tokens=prompt + compl, latency_s=latency)
+            return Usage(cached_calls=1, cached_tokens=prompt + compl, seconds=latency)
+        return Usage(replayed_calls=1, cached_tokens=prompt + compl, seconds=latency)
 
     # -- sources: cassette, cache, network ------------------------------------------------------------
 
@@ -368,7 +373,7 @@ def _failed(exc: ModelEndpointError, latency: float) -> Usage:
     """A call that failed for good: one call when any request went out, its other requests as
     retries, and the error (so the meter equals what the endpoint was sent)."""
     attempts = max(int(exc.attempts or 0), 0)
-    return Usage(calls=1 if attempts else 0, retries=max(attempts - 1, 0), errors=1, latency_s=latency)
+    return Usage(calls=1 if attempts else 0, retries=max(attempts - 1, 0), errors=1, seconds=latency)
 
 
 def _valid(text: str | None, schema: type[BaseModel]) -> bool:

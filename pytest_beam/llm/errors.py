@@ -16,6 +16,11 @@ class ModelError(Exception):
     """Base class of every error raised by :mod:`pytest_beam.llm`."""
 
 
+class RunHalted(ModelError):
+    """The run is writing its record: no request goes out any more (one still in flight is the
+    record's to count as abandoned; one not yet sent is never sent, so the record holds every one)."""
+
+
 # Each error is a dataclass (keyword-only details after the message), so its attributes are
 # declared once; ``str(error)`` is the message, as for any exception. The decorator is written out
 # on each class: a type checker sees a dataclass only through ``dataclass`` itself, not an alias.

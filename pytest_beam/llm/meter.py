@@ -17,7 +17,7 @@ Counting rules (what a summary can rely on): the meter equals what the endpoint 
   cassette in ``replayed_calls``; neither adds to ``calls`` or the live token counts. Their
   tokens (as reported in the stored response) go to ``cached_tokens`` so a summary can show
   what was saved.
-* ``latency_s`` is wall time of the call including retries and backoff.
+* ``seconds`` is wall time of the call including retries and backoff.
 """
 
 from __future__ import annotations
@@ -26,31 +26,83 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 
-class UsageCounts(TypedDict):
-    """A :class:`Usage` as plain JSON (``Usage.to_dict``): how a role's usage travels between
-    processes and rooms (the journal, xdist parts, a question's outcome, the record's rows)."""
+class Usage(BaseModel):
+    """Model calls and what they cost, for one role (or phase, or system): the one usage model, from
+    the meter through the journal, a question's result and the workers' parts to the record's rows."""
 
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    cached_calls: int
-    replayed_calls: int
-    cached_tokens: int
-    usage_missing: int
-    retries: int
-    errors: int
-    abandoned: int
+    # A row written by a newer version (a record, a journal) may carry counts this one does not know.
+    model_config = ConfigDict(extra="ignore")
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = Field(0.0, description="Wall (latency) seconds spent in these calls, retries and backoff "
+                           "included", validation_alias=AliasChoices("seconds", "latency_s"))
+    replayed_calls: int = Field(0, description="Calls answered from a cassette")
+    cached_tokens: int = Field(0, description="Tokens of cached and replayed calls (recorded usage, not spent)")
+    retries: int = 0
+    errors: int = Field(0, description="Calls that failed for good (counted in calls when a request went out)")
+    abandoned: int = Field(0, description="Calls sent whose reply never came: the run stopped while they were "
+                           "in flight; the endpoint saw them, their tokens are unknown")
+    usage_missing: int = Field(0, description="Live calls whose response reported no token usage (counted 0)")
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests the endpoint was sent for these calls."""
+        return self.calls + self.retries + self.abandoned
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens paid for live."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def all_calls(self) -> int:
+        """Calls whether live, cached or replayed: the one count of calls the record, the terminal, the
+        page and JUnit all show (a replay makes no live call)."""
+        return self.calls + self.cached_calls + self.replayed_calls
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
+
+    def __radd__(self, other: object) -> Usage:
+        if other == 0:  # lets sum() work without a start value
+            return self.model_copy()
+        return NotImplemented
+
+    def __sub__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(**{name: getattr(self, name) - getattr(other, name) for name in Usage.model_fields})
+
+    def is_zero(self) -> bool:
+        return all(not getattr(self, name) for name in Usage.model_fields)
 
 
-#: Usage rows keyed by role (or phase): a meter's or a snapshot's plain-JSON form.
-UsageByRole = dict[str, UsageCounts]
+#: Usage keyed by role (or phase): a meter's snapshot, a question's calls, an ingest's.
+Snapshot = dict[str, Usage]
+
+
+def add_usage(total: Snapshot, part: Mapping[str, Usage]) -> None:
+    """Add usage into ``total``, role by role."""
+    for role, usage in part.items():
+        mine = total.get(role)
+        total[role] = usage.model_copy() if mine is None else mine + usage
+
+
+#: A Usage as the JSON logs hold it (``Usage.model_dump()``): a journal line, a trace step, a call event.
+UsageJson = dict[str, int | float]
 
 
 class SentEvent(TypedDict):
@@ -66,78 +118,34 @@ class EndedEvent(TypedDict):
 
     call: int | None
     role: str
-    usage: UsageCounts
+    usage: UsageJson
 
 
-@dataclass
-class Usage:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    cached_calls: int = 0
-    replayed_calls: int = 0
-    cached_tokens: int = 0
-    usage_missing: int = 0
-    retries: int = 0
-    errors: int = 0
-    abandoned: int = 0
+class UsageScope:
+    """The calls one piece of work made (a question), by role, while the meter counts every call."""
 
-    @property
-    def requests(self) -> int:
-        """HTTP requests the endpoint was sent for these calls."""
-        return self.calls + self.retries + self.abandoned
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_role: dict[str, Usage] = {}
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
+    def add(self, role: str, usage: Usage) -> None:
+        with self._lock:
+            current = self._by_role.get(role)
+            self._by_role[role] = usage.model_copy() if current is None else current + usage
 
-    def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
-        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
-
-    def __radd__(self, other: Any) -> Usage:
-        if other == 0:  # lets sum() work without a start value
-            return Usage(**asdict(self))
-        return NotImplemented
-
-    def __sub__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
-        return Usage(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
-
-    def is_zero(self) -> bool:
-        return all(not getattr(self, f.name) for f in fields(self))
-
-    def to_dict(self) -> UsageCounts:
-        return cast("UsageCounts", asdict(self))  # the same fields (tests/llm/test_meter.py checks)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-Snapshot = dict[str, Usage]
-
-
-def snapshot_to_dict(snapshot: Mapping[str, Usage]) -> UsageByRole:
-    """Plain-JSON form of a snapshot (for xdist transport or a record)."""
-    return {role: usage.to_dict() for role, usage in snapshot.items()}
-
-
-def snapshot_from_dict(data: Mapping[str, Mapping[str, Any]]) -> Snapshot:
-    return {role: Usage.from_dict(u) for role, u in data.items()}
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            return {role: u.model_copy() for role, u in self._by_role.items() if not u.is_zero()}
 
 
 class Meter:
     """Usage per role, safe to share between threads.
 
-    ``snapshot()`` returns a copy ``{role: Usage}``; ``to_dict()`` / ``Meter.from_dict()`` give
-    the plain-JSON form. Under xdist each worker sends ``meter.to_dict()`` to the controller,
-    which calls ``meter.merge(data)``. Per question: ``before = meter.snapshot()`` ... then
-    ``meter.since(before)``.
+    ``snapshot()`` returns a copy ``{role: Usage}``; ``since(before)`` what was added after a
+    snapshot (every call of the process: an ingest's, whatever threads it used). What one question
+    used, when several are answered at once, is its :meth:`scope`'s. Under xdist every process
+    journals its calls (:class:`UsageJournal`) and the controller folds the journals
+    (:func:`read_journals`).
     """
 
     def __init__(self, journal: UsageJournal | None = None) -> None:
@@ -145,6 +153,29 @@ class Meter:
         self._by_role: dict[str, Usage] = {}
         self.journal = journal
         self._ids = itertools.count(1)
+        self._thread_scopes = threading.local()
+        self._shared_scopes: list[UsageScope] = []
+
+    @contextmanager
+    def scope(self, thread_only: bool = False) -> Iterator[UsageScope]:
+        """Counts the calls made while it is open: of this thread only (work that runs beside other
+        work, each in a thread of its own), or of every thread that has no scope of its own (work
+        that runs alone, whose calls an outside system's library may make from the relay's thread)."""
+        scope = UsageScope()
+        if thread_only:
+            stack: list[UsageScope] = self._thread_scopes.__dict__.setdefault("stack", [])
+            stack.append(scope)
+        else:
+            with self._lock:
+                self._shared_scopes.append(scope)
+        try:
+            yield scope
+        finally:
+            if thread_only:
+                stack.remove(scope)
+            else:
+                with self._lock:
+                    self._shared_scopes.remove(scope)
 
     def new_call(self) -> int:
         """An id for one logical call (its journal lines carry it)."""
@@ -159,26 +190,23 @@ class Meter:
     def record(self, role: str, usage: Usage, call: int | None = None) -> None:
         with self._lock:
             current = self._by_role.get(role)
-            self._by_role[role] = usage + Usage() if current is None else current + usage
+            self._by_role[role] = usage.model_copy() if current is None else current + usage
+            scopes = self._thread_scopes.__dict__.get("stack") or list(self._shared_scopes)
+        for scope in scopes:
+            scope.add(role, usage)
         if self.journal is not None:
-            self.journal.write({"call": call, "role": role, "usage": usage.to_dict()})
+            self.journal.write({"call": call, "role": role, "usage": usage.model_dump()})
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            return {role: u + Usage() for role, u in self._by_role.items()}
+            return {role: u.model_copy() for role, u in self._by_role.items()}
 
     def total(self) -> Usage:
         return sum(self.snapshot().values(), Usage())
 
-    def merge(self, other: Meter | Mapping[str, Any]) -> None:
-        """Add another meter, snapshot, or plain-JSON snapshot into this one."""
-        if isinstance(other, Meter):
-            items = other.snapshot()
-        else:
-            items = {
-                role: u if isinstance(u, Usage) else Usage.from_dict(u) for role, u in other.items()
-            }
-        for role, usage in items.items():
+    def merge(self, other: Meter | Mapping[str, Usage]) -> None:
+        """Add another meter or a snapshot into this one."""
+        for role, usage in (other.snapshot() if isinstance(other, Meter) else other).items():
             self.record(role, usage)
 
     def since(self, snapshot: Mapping[str, Usage]) -> Snapshot:
@@ -191,17 +219,8 @@ class Meter:
                 diff[role] = d
         return diff
 
-    def to_dict(self) -> UsageByRole:
-        return snapshot_to_dict(self.snapshot())
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Meter:
-        meter = cls()
-        meter.merge(data)
-        return meter
-
     def __repr__(self) -> str:
-        return f"Meter({self.to_dict()!r})"
+        return f"Meter({self.snapshot()!r})"
 
 
 class UsageJournal:
@@ -251,7 +270,7 @@ def read_journals(paths: Iterable[str | os.PathLike[str]]) -> Snapshot:
                     continue
                 role, call = event["role"], event.get("call")
                 if isinstance(event.get("usage"), dict):
-                    total[role] = total.get(role, Usage()) + Usage.from_dict(event["usage"])
+                    total[role] = total.get(role, Usage()) + Usage.model_validate(event["usage"])
                     ended.add(call)
                 elif isinstance(event.get("sent"), int):
                     sent[call] = (role, max(event["sent"], sent.get(call, (role, 0))[1]))

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypedDict
 
-from .meter import Usage, UsageCounts
+from .meter import Usage, UsageJson
 from .wire import JsonObject, WireMessage
 
 
@@ -38,7 +38,7 @@ class CallEvent(TypedDict, total=False):
     text: str | None
     tool_calls: list[ToolCallRecord]
     finish_reason: str | None
-    usage: UsageCounts
+    usage: UsageJson
     latency_s: float
     cached: bool
     replayed: bool

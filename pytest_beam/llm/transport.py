@@ -24,7 +24,7 @@ from typing import Any
 from ..redaction import redact, url_credentials
 from .adaptive_limit import endpoint_limit
 from .config import EndpointConfig
-from .errors import ModelEndpointError
+from .errors import ModelEndpointError, RunHalted
 from .structured import with_schema_instruction
 from .wire import JsonObject
 
@@ -88,6 +88,14 @@ class Transport:
         self._send_seed = endpoint.seed is not None
         self._structured_mode = STRUCTURED_MODES[0]
         self._rng = random.Random()
+        self._halt = threading.Lock()  # held from the halt check to the request's journal line
+        self._halted: str | None = None
+
+    def halt(self, reason: str) -> None:
+        """No request goes out after this returns: one that passed the check before it is already
+        journaled as sent (the caller's ``on_request``), so a record written after it counts all."""
+        with self._halt:
+            self._halted = reason
 
     @property
     def structured_mode(self) -> str:
@@ -208,8 +216,11 @@ class Transport:
             try:
                 try:
                     with limit.slot() as slot:
-                        if on_request is not None:
-                            on_request(attempts)
+                        with self._halt:
+                            if self._halted is not None:
+                                raise RunHalted(f"no {role} {kind} call is sent once {self._halted}")
+                            if on_request is not None:
+                                on_request(attempts)
                         try:
                             if kind == "chat":
                                 response = client.chat.completions.with_raw_response.create(**kwargs)

@@ -11,12 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..llm.errors import StructuredOutputError
 from ..llm.wire import JsonObject, WireMessage
-from ..system import SystemAnswer, TracedToolCall
+from ..system import FLAG_AGENT_FAILURE, FLAG_TIMEOUT, SystemAnswer, TracedToolCall
 from . import prompts_agent as prompts
 from .agent_run import (
     AGENT_ROLE,
-    FLAG_AGENT_FAILURE,
-    FLAG_TIMEOUT,
     AgentRun,
     FirstSearch,
     canonical_json,

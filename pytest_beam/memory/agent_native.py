@@ -8,13 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..llm.errors import ModelEndpointError
-from ..system import SystemAnswer, TracedToolCall
+from ..system import FLAG_AGENT_FAILURE, FLAG_TIMEOUT, SystemAnswer, TracedToolCall
 from . import prompts_agent as prompts
 from .agent_run import (
     AGENT_ROLE,
     FIRST_SEARCH_CALL_ID,
-    FLAG_AGENT_FAILURE,
-    FLAG_TIMEOUT,
     AgentRun,
     FirstSearch,
     canonical_json,
@@ -43,7 +41,7 @@ class SwitchToJson(Exception):
 
 
 # The refusal (rule (a) in the docstring of memory/agent.py) is remembered on the model client
-# the session owns (session/models.py), as the client remembers its own endpoint quirks (seed, structured-output
+# the session owns (session/model_side.py), as the client remembers its own endpoint quirks (seed, structured-output
 # mode): no module-level state.
 REFUSED_NATIVE_ATTR = "agent_refused_native_tools"
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..data.records import SystemQuestion
-from ..system import ModelStep, NoteValue, SystemAnswer, TracedToolCall, TraceStep
+from ..system import FLAG_TIMEOUT, ModelStep, NoteValue, SystemAnswer, TracedToolCall, TraceStep
 from . import prompts_agent as prompts
 from .search_hits import Embedder
-from .tools import ToolBox, ToolLimits, ToolResult
+from .tool_specs import ToolLimits
+from .tools import ToolBox, ToolResult
 
 if TYPE_CHECKING:
     from neo4j import Driver
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 
 ToolMode = Literal["native", "json", "auto"]
 AGENT_ROLE: Final = "agent"
-FLAG_AGENT_FAILURE = "agent_failure"
-FLAG_TIMEOUT = "timeout"
 FLAG_LIMIT_REACHED = "limit_reached"  # an answer the last call rescued: scored, but not the agent's own finish
 
 
@@ -107,8 +106,8 @@ class AgentRun:
         entry: ModelStep = {"type": "model", "step": self.model_calls, "mode": mode,
                             "text": self._cut(text), "tool_calls": tool_calls,
                             "finish_reason": finish_reason, "final": final}
-        if usage is not None and hasattr(usage, "to_dict"):
-            entry["usage"] = usage.to_dict()
+        if usage is not None:
+            entry["usage"] = usage.model_dump()
         self.trace.append(entry)
 
     def run_tool(self, name: str, arguments: Any, call_id: str | None = None,

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ..services.access import QueryRefused, run_read
-from .tool_render import ToolResult, bounded, collect_message_ids, cut, plain
+from .tool_render import ToolJson, ToolResult, bounded, collect_message_ids, cut, plain
 
 #: Procedures the agent may call: they read this database's graph or its schema, nothing else.
 READ_PROCEDURES = frozenset({
@@ -107,7 +107,7 @@ def run_cypher_tool(driver: Any, database: str, query: str, *, timeout_s: float 
         return ToolResult(_cypher_error_text(exc), is_error=True)
     items = [plain(row, value_chars) for row in rows]
     columns = list(rows[0].keys()) if rows else []
-    header: dict[str, Any] = {"columns": columns}
+    header: ToolJson = {"columns": columns}
     if getattr(rows, "truncated", False):
         header["truncated"] = f"only the first {len(rows)} rows are shown (row cap)"
     text, shown = bounded(header, items, max_result_chars, "rows")

@@ -7,12 +7,13 @@ extraction; every other model error (endpoint down, spend cap) propagates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..services.access import CypherRow
 from .chunking import Chunk
 from .extraction_schema import Extraction
 from .graph_schema import RULE_TYPES
-from .names import normalise_name
+from .name_forms import normalise_name
 from .prompts_ingest import extraction_messages
 
 if TYPE_CHECKING:
@@ -54,10 +55,10 @@ def statement_id(chunk: Chunk, index: int) -> str:
     return f"{chunk.id}#{index}"
 
 
-def rows_of(done: ChunkExtraction) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def rows_of(done: ChunkExtraction) -> tuple[list[CypherRow], list[CypherRow]]:
     """(entity rows, statement rows) of one chunk, in reply order; ids are deterministic."""
     chunk, extraction = done.chunk, done.extraction
-    entities: dict[str, dict[str, Any]] = {}
+    entities: dict[str, CypherRow] = {}
     by_norm: dict[str, str] = {}  # norm name -> entity id, first seen wins
     topics_by_norm: dict[str, str] = {}
 
@@ -82,7 +83,7 @@ def rows_of(done: ChunkExtraction) -> tuple[list[dict[str, Any]], list[dict[str,
         add_entity(entity.type, entity.name, entity.description, entity.date)
 
     allowed_ids = set(chunk.message_ids)
-    statements: list[dict[str, Any]] = []
+    statements: list[CypherRow] = []
     seen_texts: set[str] = set()
     for index, st in enumerate(extraction.statements):
         text = " ".join(st.text.split())

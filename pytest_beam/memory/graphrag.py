@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
@@ -34,6 +34,8 @@ class _Graph:
 
 class GraphRAGSystem(MemorySystem):
     name = "agentic-graphrag-neo4j"
+    # each answer is its own agent over the graph: the driver, the embedder and the client are thread-safe
+    answers_concurrently: ClassVar[bool] = True
 
     def __init__(self, context: SystemContext) -> None:
         self.context = context
@@ -96,7 +98,8 @@ class GraphRAGSystem(MemorySystem):
 
     @classmethod
     def estimate(cls, bench_set: BenchmarkSet, questions: list[ProbingQuestion], settings: Settings) -> Estimate:
-        """Its extraction, resolution and agent calls, counted from the real chunks and prompts (estimate.py)."""
-        from .estimate import estimate_graphrag
+        """Its extraction, resolution and agent calls, counted from the real chunks and prompts
+        (graphrag_estimate.py)."""
+        from .graphrag_estimate import estimate_graphrag
 
         return estimate_graphrag(bench_set, questions, settings)

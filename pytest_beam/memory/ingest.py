@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..data.records import Document
+from ..services.access import CypherRow
 from ..system import IngestReport
 from .chunking import DEFAULT_CHUNK_TOKENS, Chunk, chunk_documents, document_order
 from .graph_schema import install_schema
@@ -204,12 +205,12 @@ def _extraction_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
         pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
-def message_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
+def message_rows(documents: Sequence[Document]) -> list[CypherRow]:
     """Each message once, in conversation order, as ingest writes it (``store.write_messages``):
     id, role, text, order, session, and its standing-rule cue (``message_cues``)."""
     from .message_cues import message_cue
 
-    messages: list[dict[str, Any]] = []
+    messages: list[CypherRow] = []
     seen: set[int] = set()
     for document in documents:
         for message in document.messages:
@@ -223,7 +224,7 @@ def message_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
 
 
 def _write_structure(driver: Driver, database: str, documents: list[Document], chunks: list[Chunk],
-                     messages: list[dict[str, Any]]) -> None:
+                     messages: list[CypherRow]) -> None:
     """Sessions, messages (embedded later, while extraction runs) and chunks."""
     from . import store
 
@@ -245,8 +246,8 @@ class _ChunkRows:
     """One chunk's extraction as graph rows, its statements already embedded."""
 
     extracted: Any  # extraction.ChunkExtraction
-    entities: list[dict[str, Any]]
-    statements: list[dict[str, Any]]
+    entities: list[CypherRow]
+    statements: list[CypherRow]
 
 
 def _chunk_rows(extractions: list[Any], embedder: Any, rows_of: Callable) -> list[_ChunkRows]:
@@ -330,8 +331,8 @@ class _EntityVectors:
 def _write_rows(driver: Driver, database: str, done: list[_ChunkRows], notes: list[str], empty: list[str]) -> None:
     from . import store
 
-    entity_rows: list[dict[str, Any]] = []
-    statement_rows: list[dict[str, Any]] = []
+    entity_rows: list[CypherRow] = []
+    statement_rows: list[CypherRow] = []
     for rows in done:  # in chunk order
         if rows.extracted.empty:
             empty.append(rows.extracted.chunk.id)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..services.access import CypherRow
 from .decisions import DecisionStats, GraphDecider, Replies, ask_in_batches, cap_per_label
 from .graph_schema import ENTITY_TYPES
 
@@ -35,8 +36,8 @@ def _digits(text: str) -> str:
 
 @dataclass
 class Candidate:
-    left: dict[str, Any]
-    right: dict[str, Any]
+    left: CypherRow
+    right: CypherRow
     ratio: float
     token_set: float
     cosine: float
@@ -75,14 +76,14 @@ class _UnionFind:
         return True
 
 
-def _keep_key(entity: dict[str, Any]) -> tuple[int, int, int, str]:
+def _keep_key(entity: CypherRow) -> tuple[int, int, int, str]:
     """The node a group is merged into: most mentioned, then first mentioned, then longest name."""
     first = entity.get("first")
     return (-int(entity.get("mentions") or 0), first if first is not None else 1 << 30,
             -len(entity["name"]), entity["id"])
 
 
-def candidate_pairs(entities: list[dict[str, Any]], per_entity: int = 3, neighbours: int = 3) -> list[Candidate]:
+def candidate_pairs(entities: list[CypherRow], per_entity: int = 3, neighbours: int = 3) -> list[Candidate]:
     """Blocked candidate pairs among `entities` (one per normalised name), each pair once."""
     from rapidfuzz import fuzz
 
@@ -113,7 +114,7 @@ def candidate_pairs(entities: list[dict[str, Any]], per_entity: int = 3, neighbo
             for row in range(sims.shape[0]):
                 near[ids[start + row]].update(ids[j] for j in top[row])
 
-    def cosine(a: dict[str, Any], b: dict[str, Any]) -> float:
+    def cosine(a: CypherRow, b: CypherRow) -> float:
         # rounded: float noise between machines must not reorder pairs (prompts are replayed by content)
         if a.get("embedding") and b.get("embedding"):
             return round(float(sum(x * y for x, y in zip(a["embedding"], b["embedding"]))), 3)
@@ -179,7 +180,7 @@ class EntityResolver(GraphDecider):
         store.merge_entities(self.driver, self.database, pairs)  # types never merge across each other
         return self.stats
 
-    def _embed_missing(self, entities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _embed_missing(self, entities: list[CypherRow]) -> list[CypherRow]:
         """Give entities without a vector one; those are returned, to be stored."""
         missing = [e for e in entities if not e.get("embedding")]
         if missing:
@@ -188,7 +189,7 @@ class EntityResolver(GraphDecider):
                 e["embedding"] = v
         return missing
 
-    def _plan(self, entity_type: str, entities: list[dict[str, Any]]) -> _TypePlan:
+    def _plan(self, entity_type: str, entities: list[CypherRow]) -> _TypePlan:
         """Block and classify one type's entities (embedded already); submit its questions."""
         stats = ResolutionStats()
         stats.entities = len(entities)
@@ -231,7 +232,7 @@ class EntityResolver(GraphDecider):
             for c, same in verdicts:
                 if bool(same) and groups.union(c.left["id"], c.right["id"]):
                     stats.merged_by_model += 1
-        members: dict[str, list[dict[str, Any]]] = {}
+        members: dict[str, list[CypherRow]] = {}
         for e in plan.entities:
             members.setdefault(groups.find(e["id"]), []).append(e)
         pairs: list[dict[str, str]] = []
@@ -255,12 +256,12 @@ class EntityResolver(GraphDecider):
 @dataclass
 class _TypePlan:
     entity_type: str
-    entities: list[dict[str, Any]]
+    entities: list[CypherRow]
     stats: ResolutionStats
     groups: _UnionFind
     replies: Replies[Candidate] | None = None  # the submitted questions
 
 
-def entity_embedding_text(entity: dict[str, Any]) -> str:
+def entity_embedding_text(entity: CypherRow) -> str:
     summary = entity.get("summary") or ""
     return f"{entity['name']}: {summary}" if summary else entity["name"]

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..services.access import AGENT_READS, ReadLimits, run_read
+from ..services.access import AGENT_READS, CypherParams, ReadLimits, run_read
 
 Kind = Literal["message", "statement"]
 
@@ -97,7 +97,7 @@ def id_key(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int) else (1, str(value))
 
 
-def read_graph(driver: Any, database: str, cypher: str, params: dict[str, Any],
+def read_graph(driver: Any, database: str, cypher: str, params: CypherParams,
           limits: ReadLimits = AGENT_READS) -> list[Any]:
     """Every search read goes the agent's way to the graph: READ mode, timeout, row cap, and a
     dead server raised as ``Neo4jServiceDown`` naming the conversation."""

@@ -8,9 +8,9 @@ duplicate is copied to the kept node explicitly, then the duplicate is `DETACH D
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
-from ..services.access import UNBOUNDED, CypherRow, run_autocommit, run_read, run_write
+from ..services.access import UNBOUNDED, CypherParams, CypherRow, run_autocommit, run_read, run_write
 from .graph_schema import ENTITY_TYPES, STATEMENT_TYPES
 
 WRITE_BATCH = 500
@@ -22,7 +22,7 @@ def _batches(rows: Sequence[Any], size: int = WRITE_BATCH) -> Iterable[Sequence[
         yield rows[start:start + size]
 
 
-def _run(driver: Any, database: str, query: str, params: dict[str, Any], write: bool) -> list[CypherRow]:
+def _run(driver: Any, database: str, query: str, params: CypherParams, write: bool) -> list[CypherRow]:
     """Ingest's way to the graph is the product's one way (services/access.py); its reads are
     its own graph, read whole (no row cap, no timeout)."""
     if write:
@@ -51,7 +51,7 @@ def reset_graph(driver: Any, database: str) -> None:
 
 # -- structure: sessions, messages, chunks ---------------------------------------------------------
 
-def write_sessions(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def write_sessions(driver: Any, database: str, rows: list[CypherRow]) -> None:
     _write(driver, database, """
         UNWIND $rows AS row
         MERGE (s:Session {number: row.number})
@@ -59,7 +59,7 @@ def write_sessions(driver: Any, database: str, rows: list[dict[str, Any]]) -> No
     """, rows)
 
 
-def write_messages(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def write_messages(driver: Any, database: str, rows: list[CypherRow]) -> None:
     _write(driver, database, """
         UNWIND $rows AS row
         MERGE (m:Message {id: row.id})
@@ -71,7 +71,7 @@ def write_messages(driver: Any, database: str, rows: list[dict[str, Any]]) -> No
     """, rows)
 
 
-def write_chunks(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def write_chunks(driver: Any, database: str, rows: list[CypherRow]) -> None:
     _write(driver, database, """
         UNWIND $rows AS row
         MERGE (c:Chunk {id: row.id})
@@ -95,7 +95,7 @@ def _check_types(types: Iterable[Any], allowed: tuple[str, ...], what: str) -> N
 # One query per write whatever the type (a dynamic label, `SET n:$(row.type)`): each distinct
 # query text costs the server a plan, 100-300 ms of CPU on a fresh JVM, per conversation.
 
-def write_entities(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def write_entities(driver: Any, database: str, rows: list[CypherRow]) -> None:
     """Rows: id, type, name, norm_name, summary, date, chunk. Written in chunk order, so the
     first description seen is kept (deterministic whatever order extraction finished in)."""
     _check_types((r["type"] for r in rows), ENTITY_TYPES, "entity rows")
@@ -113,7 +113,7 @@ def write_entities(driver: Any, database: str, rows: list[dict[str, Any]]) -> No
     """, rows)
 
 
-def write_statements(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def write_statements(driver: Any, database: str, rows: list[CypherRow]) -> None:
     """Rows: id, type, text, subject, value, unit, session, chunk, order, message_ids, about
     (entity ids), topic (entity id or null), embedding."""
     _check_types((r["type"] for r in rows), STATEMENT_TYPES, "statement rows")
@@ -167,7 +167,7 @@ def load_entities(driver: Any, database: str, entity_types: Sequence[str]) -> di
     return by_type
 
 
-def set_message_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def set_message_embeddings(driver: Any, database: str, rows: list[CypherRow]) -> None:
     """rows: id, embedding — computed while extraction runs, written last."""
     _write(driver, database, """
         UNWIND $rows AS row
@@ -176,7 +176,7 @@ def set_message_embeddings(driver: Any, database: str, rows: list[dict[str, Any]
     """, rows)
 
 
-def set_entity_embeddings(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def set_entity_embeddings(driver: Any, database: str, rows: list[CypherRow]) -> None:
     _write(driver, database, """
         UNWIND $rows AS row
         MATCH (e:Entity {id: row.id})
@@ -231,7 +231,7 @@ def load_update_candidates(driver: Any, database: str) -> list[CypherRow]:
     """)
 
 
-def write_supersedes(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def write_supersedes(driver: Any, database: str, rows: list[CypherRow]) -> None:
     """Rows: newer, older, session (the newer's)."""
     _write(driver, database, """
         UNWIND $rows AS row
@@ -241,7 +241,7 @@ def write_supersedes(driver: Any, database: str, rows: list[dict[str, Any]]) -> 
     """, rows)
 
 
-def write_contradicts(driver: Any, database: str, rows: list[dict[str, Any]]) -> None:
+def write_contradicts(driver: Any, database: str, rows: list[CypherRow]) -> None:
     _write(driver, database, """
         UNWIND $rows AS row
         MATCH (n:Statement {id: row.newer}), (o:Statement {id: row.older})
@@ -251,7 +251,17 @@ def write_contradicts(driver: Any, database: str, rows: list[dict[str, Any]]) ->
 
 # -- stats -----------------------------------------------------------------------------------------
 
-def graph_stats(driver: Any, database: str) -> dict[str, Any]:
+class GraphStats(TypedDict):
+    """What a conversation's graph holds, by count."""
+
+    entities_by_type: dict[str, int]
+    relations_by_type: dict[str, int]
+    chunks: int
+    messages: int
+    sessions: int
+
+
+def graph_stats(driver: Any, database: str) -> GraphStats:
     nodes = _read(driver, database, """
         MATCH (n) WHERE n:Entity OR n:Statement
         UNWIND labels(n) AS label

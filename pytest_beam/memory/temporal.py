@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..services.access import CypherRow
 from .decisions import DecisionStats, GraphDecider, ask_in_batches, cap_per_label
 
 MIN_COSINE = 0.55
@@ -29,8 +29,8 @@ class UpdateStats(DecisionStats):
 
 @dataclass
 class _Pair:
-    older: dict[str, Any]
-    newer: dict[str, Any]
+    older: CypherRow
+    newer: CypherRow
     score: float
 
 
@@ -38,11 +38,11 @@ def _norm(text: str) -> str:
     return " ".join("".join(c.lower() if c.isalnum() else " " for c in text).split())
 
 
-def update_candidates(statements: list[dict[str, Any]], per_statement: int = 2) -> list[_Pair]:
+def update_candidates(statements: list[CypherRow], per_statement: int = 2) -> list[_Pair]:
     """Pairs (older, newer) sharing an ABOUT entity, from different chunks, similar enough."""
     from rapidfuzz import fuzz
 
-    by_entity: dict[str, list[dict[str, Any]]] = {}
+    by_entity: dict[str, list[CypherRow]] = {}
     for s in statements:  # ordered by (order, id)
         for eid in s["about"]:
             by_entity.setdefault(eid, []).append(s)
@@ -115,7 +115,7 @@ class UpdateLinker(GraphDecider):
         from .extraction_schema import UpdateReply
         from .prompts_ingest import update_messages
 
-        def view(s: dict[str, Any]) -> dict[str, Any]:
+        def view(s: CypherRow) -> CypherRow:
             return {"text": s["text"], "session": s["session"], "type": s["type"],
                     "about": list(s.get("about_names") or [])}
 

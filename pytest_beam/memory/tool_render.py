@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from .search_hits import iso
+
+#: A tool result's object as the model reads it (JSON): a header, a statement, a hit, an event, a
+#: message. Open by nature: each tool puts its own fields in (and drops empty ones), and the model
+#: reads the text; the agent's code reads back only the message ids (``ids_in``).
+ToolJson: TypeAlias = dict[str, Any]
 
 CUT_MARKER = "…[cut: {n} more characters]"
 
@@ -48,7 +53,7 @@ def _json_default(value: Any) -> Any:
 ResultItem = TypeVar("ResultItem")  # a result item: a dict, or a short list such as [message id, head]
 
 
-def bounded(header: dict[str, Any], items: list[ResultItem], limit: int, items_key: str = "results",
+def bounded(header: ToolJson, items: list[ResultItem], limit: int, items_key: str = "results",
             drop_order: list[int] | None = None) -> tuple[str, list[ResultItem]]:
     """JSON of ``header`` plus as many ``items`` as fit in ``limit`` characters.
 
@@ -74,7 +79,7 @@ def bounded(header: dict[str, Any], items: list[ResultItem], limit: int, items_k
         dropped += 1
 
 
-def ids_in(items: list[dict[str, Any]], *keys: str) -> list[int]:
+def ids_in(items: list[ToolJson], *keys: str) -> list[int]:
     ids: set[int] = set()
     for item in items:
         for key in keys:

@@ -7,11 +7,31 @@ agent as the tool's result.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, overload
+
+from ..services.access import AGENT_READS, ReadLimits
 
 if TYPE_CHECKING:
     from ..llm.wire import FunctionSpec, JsonObject
-    from .tools import ToolLimits
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    max_result_chars: int = 6000
+    snippet_chars: int = 200
+    statement_chars: int = 400
+    message_chars: int = 2500  # one message read alone
+    read_chars: int = 2000  # the text of all messages of one read_messages call, shared evenly
+    max_messages: int = 10
+    max_search_hits: int = 25
+    max_statements: int = 60
+    max_entities: int = 3
+    max_per_session: int = 5  # topic_sessions: user turns per session at most
+    outline_chars: int = 160  # session_outline: the head of each user turn
+    reads: ReadLimits = AGENT_READS  # every read of every tool: timeout and row cap
+    cypher_max_rows: int = 50  # the Cypher tool shows fewer rows than the others may read
+    cypher_value_chars: int = 500
 
 
 class ToolArgumentError(ValueError):

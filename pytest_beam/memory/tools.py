@@ -11,43 +11,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..services.access import AGENT_READS, ReadLimits
+from ..services.access import CypherParams, ReadLimits
 from .cypher_tool import run_cypher_tool
 from .graph_schema import RULE_TYPES, STATEMENT_TYPES
-from .names import lookup_forms
+from .name_forms import lookup_forms
 from .search import PER_SESSION, fulltext_search, hybrid_search, session_user_turns, topic_by_session
 from .search_hits import Embedder, SearchHit, id_key, iso, read_graph
 from .tool_queries import ENTITY_MATCH, STATEMENT_PROJECTION
-from .tool_render import CUT_MARKER, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
-from .tool_specs import ToolArgumentError, arg_int, arg_str, tool_specs
+from .tool_render import CUT_MARKER, ToolJson, ToolResult, bounded, cut, dumps, first_session, ids_in, sources
+from .tool_specs import ToolArgumentError, ToolLimits, arg_int, arg_str, tool_specs
 
 if TYPE_CHECKING:
     from neo4j import Driver
 
     from ..llm.wire import JsonObject, ToolSpec
 
-__all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolLimits", "ToolResult", "cut"]
-
-
-@dataclass(frozen=True)
-class ToolLimits:
-    max_result_chars: int = 6000
-    snippet_chars: int = 200
-    statement_chars: int = 400
-    message_chars: int = 2500  # one message read alone
-    read_chars: int = 2000  # the text of all messages of one read_messages call, shared evenly
-    max_messages: int = 10
-    max_search_hits: int = 25
-    max_statements: int = 60
-    max_entities: int = 3
-    max_per_session: int = 5  # topic_sessions: user turns per session at most
-    outline_chars: int = 160  # session_outline: the head of each user turn
-    reads: ReadLimits = AGENT_READS  # every read of every tool: timeout and row cap
-    cypher_max_rows: int = 50  # the Cypher tool shows fewer rows than the others may read
-    cypher_value_chars: int = 500
+__all__ = ["CUT_MARKER", "ToolArgumentError", "ToolBox", "ToolResult", "cut"]
 
 
 # --- the tools --------------------------------------------------------------------------------
@@ -120,7 +101,7 @@ class ToolBox:
             timeout = max(1.0, min(timeout, left))
         return ReadLimits(timeout_s=timeout, max_rows=self.limits.reads.max_rows)
 
-    def _read(self, cypher: str, params: dict[str, Any]) -> list[Any]:
+    def _read(self, cypher: str, params: CypherParams) -> list[Any]:
         return read_graph(self.driver, self.database, cypher, params, self._limits())
 
     def _session_dates(self) -> dict[int, str | None]:
@@ -129,17 +110,17 @@ class ToolBox:
             self._dates = {r["number"]: iso(r["date"]) for r in rows}
         return self._dates
 
-    def _match_entities(self, name: str, limit: int) -> list[dict[str, Any]]:
+    def _match_entities(self, name: str, limit: int) -> list[ToolJson]:
         norms = lookup_forms(name)
         rows = self._read(ENTITY_MATCH, {"norms": norms, "norm": norms[0], "lower": name.lower(),
                                           "limit": int(limit)})
         return [dict(r) for r in rows]
 
-    def _statement_item(self, r: Any) -> dict[str, Any]:
+    def _statement_item(self, r: Any) -> ToolJson:
         session, date = first_session(r["sessions"])
         if session is None:
             session = r["node_session"]
-        item: dict[str, Any] = {
+        item: ToolJson = {
             "statement_id": r["id"], "type": r["type"], "text": cut(r["text"], self.limits.statement_chars),
             "session": session, "date": date, "message_ids": sources(r["sources"]),
             "superseded": bool(r["superseded"]),
@@ -153,13 +134,13 @@ class ToolBox:
         return item
 
     @staticmethod
-    def _chrono_key(item: dict[str, Any]) -> tuple:
+    def _chrono_key(item: ToolJson) -> tuple:
         session = item.get("session")
         ids = item.get("message_ids") or []
         return (session is None, session if session is not None else 0, ids[0] if ids else 1 << 30,
                 id_key(item.get("statement_id") or item.get("event_id") or ""))
 
-    def _statements(self, where: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _statements(self, where: str, params: CypherParams) -> list[ToolJson]:
         cypher = f"MATCH (s:Statement) WHERE {where} WITH DISTINCT s" + STATEMENT_PROJECTION
         rows = self._read(cypher, {**params, "stypes": list(STATEMENT_TYPES)})
         items = [self._statement_item(r) for r in rows]
@@ -183,7 +164,7 @@ class ToolBox:
             text = dumps({"query": query, "results": [], "note": "nothing found; try other words"})
         return ToolResult(text, ids_in(shown, "message_id", "message_ids"))
 
-    def _hit_item(self, hit: SearchHit) -> dict[str, Any]:
+    def _hit_item(self, hit: SearchHit) -> ToolJson:
         # best first: the list's order is the rank
         if hit.kind == "message":
             return {"kind": "message", "message_id": hit.id, "role": hit.role,
@@ -237,7 +218,7 @@ class ToolBox:
         text, shown = bounded(header, items, self.limits.max_result_chars, "timeline")
         return ToolResult(text, ids_in(shown, "message_ids"))
 
-    def _events(self, eids: list[Any], sids: list[Any]) -> list[dict[str, Any]]:
+    def _events(self, eids: list[Any], sids: list[Any]) -> list[ToolJson]:
         rows = self._read(
             """
             MATCH (v:Event)
@@ -271,7 +252,7 @@ class ToolBox:
                                 self._limits())
         items = [{"session": h.session, "date": h.date, "message_id": h.id, "role": h.role,
                   "snippet": cut(h.text, self.limits.snippet_chars)} for h in hits]
-        header: dict[str, Any] = {"topic": topic}
+        header: ToolJson = {"topic": topic}
         if not items:
             header["note"] = "nothing found; try hybrid_search"
         # too long: the replies go first (latest first), then the latest turns
@@ -286,7 +267,7 @@ class ToolBox:
         if session is None:
             raise ToolArgumentError("argument 'session' (a session number) is required")
         turns = session_user_turns(self.driver, self.database, session, self._limits())
-        header: dict[str, Any] = {"session": session, "date": self._session_dates().get(session)}
+        header: ToolJson = {"session": session, "date": self._session_dates().get(session)}
         items = [[h.id, cut(h.text, self.limits.outline_chars)] for h in turns]
         if not items:
             header["note"] = f"session {session} has no messages; sessions: {sorted(self._session_dates())}"
@@ -310,7 +291,7 @@ class ToolBox:
                 "OR (size($norm) >= 3 AND t.norm_name IS NOT NULL AND $norm CONTAINS t.norm_name) })",
                 {"sids": sids, "norms": lookup_forms(topic), "norm": lookup_forms(topic)[0],
                  "lower": topic.lower()})
-        header: dict[str, Any] = {"topic": topic}
+        header: ToolJson = {"topic": topic}
         if not items:
             header["note"] = "no standing rule found" + (" for this topic" if topic else "")
         drop = sorted(range(len(items)), key=lambda i: (not items[i]["superseded"], i))
@@ -363,7 +344,7 @@ class ToolBox:
             items.append({"message_id": r["id"], "role": r["role"],
                           "session": session if session is not None else r["node_session"],
                           "date": date, "text": cut(r["text"], each)})
-        header: dict[str, Any] = {}
+        header: ToolJson = {}
         found = {i["message_id"] for i in items}
         missing = [i for i in wanted if i not in found]
         if missing:

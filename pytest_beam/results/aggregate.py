@@ -10,7 +10,7 @@ from .intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
 from .stats import AbilityStats, MeanInterval, OverallStats
 
 if TYPE_CHECKING:
-    from .schema import QuestionRecord
+    from .question_record import QuestionRecord
 
 __all__ = ["aggregate", "cluster_key", "interval_of", "judge_agreement", "percentile"]
 

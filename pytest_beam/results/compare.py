@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict
 
 from .aggregate import cluster_key
 from .intervals import PairedInterval, paired_bootstrap
-from .schema import AbilityStats, QuestionRecord, RunRecord
+from .question_record import QuestionRecord
+from .schema import RunRecord
+from .stats import AbilityStats
 from .text import score_delta
 
 __all__ = [

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write
+from ..llm.wire import JsonObject
 from .compare import Comparison, compare
 from .html_parts import (
     abilities_table,
@@ -39,8 +40,8 @@ from .html_parts import (
     systems_section,
     warnings,
 )
+from .record_files import jsonable, normalize_step, with_traces
 from .schema import RunRecord
-from .store import jsonable, normalize_step, with_traces
 from .text import fmt_interval, fmt_score, score_delta
 
 __all__ = ["render_html", "write_html", "answer_diff", "HTML_FILE"]
@@ -91,7 +92,7 @@ def answer_diff(before: str | None, after: str | None) -> list[list[str]]:
 
 # ----------------------------------------------------------------------------- the data for the script
 
-def _question_data(record: RunRecord) -> list[dict[str, Any]]:
+def _question_data(record: RunRecord) -> list[JsonObject]:
     out = []
     for q in record.questions:
         d = q.model_dump(mode="json")
@@ -102,8 +103,8 @@ def _question_data(record: RunRecord) -> list[dict[str, Any]]:
     return out
 
 
-def _compare_data(other: RunRecord, cmp: Comparison) -> dict[str, Any]:
-    changed: dict[str, Any] = {}
+def _compare_data(other: RunRecord, cmp: Comparison) -> JsonObject:
+    changed: JsonObject = {}
     order = []
     for qid, before, after in cmp.changed:
         sa = before.score if before else None
@@ -186,7 +187,7 @@ def render_html(record: RunRecord, other: RunRecord | None = None, *, force: boo
     app_hash = base64.b64encode(hashlib.sha256(match.group(1).encode("utf-8")).digest()).decode("ascii")
     csp = (f"default-src 'none'; script-src 'sha256-{app_hash}'; style-src 'unsafe-inline'; "
            "img-src data:; base-uri 'none'; form-action 'none'")
-    data: dict[str, Any] = {"run_id": record.run_id, "questions": _question_data(record)}
+    data: JsonObject = {"run_id": record.run_id, "questions": _question_data(record)}
     cmp = compare(other, record) if other is not None else None
     if other is not None and cmp is not None:
         data["compare"] = _compare_data(other, cmp)

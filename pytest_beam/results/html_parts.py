@@ -12,8 +12,8 @@ from typing import Any
 from ..redaction import scrub_settings
 from .compare import Comparison, compare, comparison_warnings
 from .comparison_text import fmt_paired
+from .record_files import jsonable
 from .schema import RunRecord
-from .store import jsonable
 from .text import (
     JUDGE_IS_AGENT_WARNING,
     USAGE_HEADERS,
@@ -285,7 +285,7 @@ def systems_section(record: RunRecord) -> str:
     """Several systems side by side per ability, the ceiling marked as a measurement aid ("" for one system)."""
     if len(record.systems) < 2:
         return ""
-    from .systems import AID_MARK, CEILING
+    from .system_stats import AID_MARK, CEILING
     from .systems_text import SIDE_BY_SIDE_HEADERS, side_by_side_rows
 
     table = html_table(list(SIDE_BY_SIDE_HEADERS), side_by_side_rows(record.systems), num_from=2,
@@ -314,7 +314,7 @@ def judge_check_section(record: RunRecord) -> str:
     if check is None:
         return ""
     from ..scoring.judge_bars import RIGHT_ANSWERS_FAILED
-    from .judge_check_text import JUDGE_CHECK_HEADERS, bar_passed, judge_check_rows
+    from .calibration_table import JUDGE_CHECK_HEADERS, bar_passed, judge_check_rows
 
     verdicts = {v.case_id: v for v in check.verdicts}
     wrong = [c for c in check.cases if c.id in verdicts and verdicts[c.id].judged_pass != c.expected_pass]

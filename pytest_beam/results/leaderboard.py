@@ -18,23 +18,24 @@ from typing import TYPE_CHECKING
 from .stats import LeaderboardRow
 
 if TYPE_CHECKING:
-    from .schema import QuestionRecord, UsageRow
+    from ..llm.meter import Usage
+    from .question_record import QuestionRecord
     from .stats import SystemStats
 
 JUDGE_ROWS = ("judge",)
 
 
-def _calls(row: UsageRow) -> int:
-    return row.calls + row.cached_calls + row.replayed_calls
+def _calls(row: Usage) -> int:
+    return row.all_calls
 
 
-def _tokens(row: UsageRow) -> int:
+def _tokens(row: Usage) -> int:
     """A row's tokens whether its calls went out or came from the cache or a cassette (their recorded
     usage, `cached_tokens`): a replayed run ranks on what the recorded one spent, not on zero."""
     return row.prompt_tokens + row.completion_tokens + row.cached_tokens
 
 
-def leaderboard(systems: Mapping[str, SystemStats], usage_by_system: Mapping[str, Mapping[str, UsageRow]],
+def leaderboard(systems: Mapping[str, SystemStats], usage_by_system: Mapping[str, Mapping[str, Usage]],
                 questions: Iterable[QuestionRecord]) -> list[LeaderboardRow]:
     """The ranked rows of the systems in `systems` (empty when fewer than two were compared)."""
     if len(systems) < 2:

@@ -14,7 +14,8 @@ from typing import TextIO
 
 from .compare import compare, drops_beyond
 from .comparison_text import render_comparison
-from .record import RecordNotFound, RunRecord, list_records, read_record, resolve_record_path, with_traces
+from .record_files import RecordNotFound, list_records, read_record, resolve_record_path, with_traces
+from .schema import RunRecord
 from .summary import render_listing, render_summary
 from .text import fmt_delta
 

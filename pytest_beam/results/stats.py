@@ -6,12 +6,9 @@ schema that stores them (`schema.py`) both import this leaf, never each other at
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class RecordModel(BaseModel):
-    # Records written by a newer version may carry fields this one does not know: ignore them.
-    model_config = ConfigDict(extra="ignore")
+from .record_base import RecordModel
 
 
 class MeanInterval(RecordModel):

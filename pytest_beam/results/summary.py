@@ -167,6 +167,7 @@ def render_summary(record: RunRecord) -> list[str]:
             phases = sorted(record.phase_seconds.items(), key=lambda kv: phase_key(kv[0]))
             wall = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in phases)
             out.append(f"  wall time: {wall}")
+    out += [f"  {line}" for line in limit_lines(record)]
     if record.usage_by_system:
         from .systems_text import render_usage_by_system
 
@@ -195,7 +196,7 @@ def render_summary(record: RunRecord) -> list[str]:
         out += [f"  {qid}" for qid in record.snapshot_changes]
 
     if record.judge_check is not None:
-        from .judge_check_text import render_judge_check
+        from .calibration_table import render_judge_check
 
         out.append("")
         out += render_judge_check(record.judge_check)
@@ -222,3 +223,17 @@ def render_listing(entries: Sequence[Any]) -> list[str]:
     if not rows:
         return ["no records"]
     return table(["run", "started", "mode", "models", "overall", "n", ""], rows, align="lllllrl")
+
+
+def limit_lines(record: RunRecord) -> list[str]:
+    """One line per endpoint called live: the requests in flight per process its adaptive limit
+    settled at (the ceiling where nothing pushed it down), and how often it said it was overloaded."""
+    out = []
+    for row in record.endpoint_limits:
+        settled = sorted(set(row.settled.values()))
+        where = (f"{settled[0]}" if len(settled) == 1
+                 else ", ".join(f"{p} {n}" for p, n in sorted(row.settled.items())))
+        out.append(f"requests in flight to {row.endpoint}: settled at {where} of a ceiling of {row.ceiling} "
+                   f"(--beam-concurrency; lowest {row.lowest}); {row.throttled:,} replies 429 or 503, "
+                   f"{row.timeouts:,} timeouts")
+    return out

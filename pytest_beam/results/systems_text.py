@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .schema import UsageRow
+from ..llm.meter import Usage
 from .stats import LeaderboardRow, SystemStats
-from .systems import AID_MARK, CEILING, display_name, gap, reader_loss
+from .system_stats import AID_MARK, CEILING, display_name, gap, reader_loss
 from .text import fmt_delta, fmt_int, fmt_interval, fmt_score, phase_key, table
 
 SIDE_BY_SIDE_HEADERS = ("ability", "system", "n", "mean", "95% interval", "evidence recall", "context tok/q",
@@ -64,7 +64,7 @@ def render_side_by_side(systems: Mapping[str, SystemStats]) -> list[str]:
 USAGE_BY_SYSTEM_HEADERS = ("system", "row", "calls", "cached/replayed", "prompt tok", "completion tok")
 
 
-def usage_by_system_rows(by_system: Mapping[str, Mapping[str, UsageRow]]) -> list[list[str]]:
+def usage_by_system_rows(by_system: Mapping[str, Mapping[str, Usage]]) -> list[list[str]]:
     """One row per (system, meter row), systems in the selected order: a relayed call's row is
     `<system> <role>` (its library's own call through the model relay), the others the harness's roles."""
     rows: list[list[str]] = []
@@ -76,7 +76,7 @@ def usage_by_system_rows(by_system: Mapping[str, Mapping[str, UsageRow]]) -> lis
     return rows
 
 
-def relay_lines(relay: Mapping[str, Mapping[str, int]], by_system: Mapping[str, Mapping[str, UsageRow]]) -> list[str]:
+def relay_lines(relay: Mapping[str, Mapping[str, int]], by_system: Mapping[str, Mapping[str, Usage]]) -> list[str]:
     """What the model relay received per system beside what the meter counted for its rows."""
     out = []
     for system, got in relay.items():
@@ -90,7 +90,7 @@ def relay_lines(relay: Mapping[str, Mapping[str, int]], by_system: Mapping[str, 
     return out
 
 
-def render_usage_by_system(by_system: Mapping[str, Mapping[str, UsageRow]],
+def render_usage_by_system(by_system: Mapping[str, Mapping[str, Usage]],
                            relay: Mapping[str, Mapping[str, int]]) -> list[str]:
     out = ["cost by system and meter row (a '<system> <role>' row is that system's own call through the model relay):"]
     out += table(USAGE_BY_SYSTEM_HEADERS, usage_by_system_rows(by_system), align="llrrrr", indent="  ")

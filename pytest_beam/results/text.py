@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .schema import ROLES, MeanInterval, UsageRow
+from ..llm.meter import Usage
+from .schema import ROLES, IngestEntry
+from .stats import MeanInterval
 
 __all__ = [
     "JUDGE_IS_AGENT_WARNING", "table", "section", "fmt_score", "fmt_delta", "fmt_int", "fmt_interval",
@@ -80,7 +82,7 @@ def phase_key(name: str) -> tuple[int, str]:
     return (_PHASE_ORDER.index(name) if name in _PHASE_ORDER else len(_PHASE_ORDER), name)
 
 
-def ordered_roles(models: dict[str, Any]) -> list[str]:
+def ordered_roles(models: Mapping[str, object]) -> list[str]:
     known = [r for r in ROLES if r in models]
     return known + sorted(r for r in models if r not in ROLES)
 
@@ -97,7 +99,7 @@ def fmt_interval(iv: MeanInterval | None, digits: int = 3) -> str:
 USAGE_HEADERS = ("phase", "calls", "cached/replayed", "their tok", "prompt tok", "completion tok", "call s")
 
 
-def requests_line(usage: dict[str, UsageRow]) -> str | None:
+def requests_line(usage: dict[str, Usage]) -> str | None:
     """What the endpoint was sent, when it was more than one request per answered call: retries,
     calls that failed for good, calls abandoned in flight (None when there were none)."""
     total = total_usage(usage)
@@ -112,9 +114,9 @@ def requests_line(usage: dict[str, UsageRow]) -> str | None:
     return line
 
 
-def usage_rows(usage: dict[str, UsageRow]) -> list[list[str]]:
+def usage_rows(usage: dict[str, Usage]) -> list[list[str]]:
     rows = []
-    total = UsageRow()
+    total = Usage()
     for name in sorted(usage, key=phase_key):
         u = usage[name]
         total = total + u
@@ -127,29 +129,23 @@ def usage_rows(usage: dict[str, UsageRow]) -> list[list[str]]:
     return rows
 
 
-def graph_rows(graph: dict[str, dict[str, Any]]) -> list[list[str]]:
-    def count(v: Any) -> int:
-        if isinstance(v, dict):
-            return sum(int(x) for x in v.values() if isinstance(x, (int, float)))
-        return int(v) if isinstance(v, (int, float)) else 0
+def graph_rows(graph: Mapping[str, IngestEntry]) -> list[list[str]]:
+    def count(counts: Mapping[str, int] | None) -> int:
+        return sum(counts.values()) if counts else 0
 
     rows = []
     for conv in sorted(graph):
-        g = graph[conv] or {}
-        if g.get("failed"):  # an ingest that did not finish: its time, no graph
-            rows.append([f"{conv} (failed)", "-", "-", "-", "-",
-                         "-" if g.get("seconds") is None else f"{float(g['seconds']):.1f}"])
+        g = graph[conv]
+        if g.failed:  # an ingest that did not finish: its time, no graph
+            rows.append([f"{conv} (failed)", "-", "-", "-", "-", f"{g.seconds:.1f}"])
             continue
-        rows.append([
-            conv, fmt_int(count(g.get("entities_by_type"))), fmt_int(count(g.get("relations_by_type"))),
-            fmt_int(count(g.get("chunks"))), fmt_int(count(g.get("empty_extractions"))),
-            "-" if g.get("seconds") is None else f"{float(g['seconds']):.1f}",
-        ])
+        rows.append([conv, fmt_int(count(g.entities_by_type)), fmt_int(count(g.relations_by_type)),
+                     fmt_int(g.chunks or 0), fmt_int(g.empty_extractions or 0), f"{g.seconds:.1f}"])
     return rows
 
 
-def total_usage(usage: dict[str, UsageRow]) -> UsageRow:
-    total = UsageRow()
+def total_usage(usage: dict[str, Usage]) -> Usage:
+    total = Usage()
     for u in usage.values():
         total = total + u
     return total

@@ -1,7 +1,7 @@
 """Scoring: BEAM's judge (ported, prompts word for word), the scoring profiles, per-question scores.
 
 The names below load their module on first use (PEP 562), so importing a leaf of this package
-(``scoring.names`` for the settings table) does not load the scorer, pydantic records and numpy.
+(``scoring.profile_names`` for the settings table) does not load the scorer, pydantic records and numpy.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ _WHERE = {
     "EventOrderingMetrics": "metrics", "event_ordering_metrics": "metrics", "evidence_recall": "metrics",
     "kendall_tau_b": "metrics",
     "score_question": "scorer",
-    "PROFILE_NAMES": "names", "ProfileName": "names",
-    "PROFILES": "profiles", "ScoringProfile": "profiles", "get_profile": "profiles",
+    "PROFILE_NAMES": "profile_names", "ProfileName": "profile_names",
+    "ScoringProfile": "profiles", "get_profile": "profiles",
 }
 __all__ = sorted(_WHERE)
 
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from .event_ordering import align_lines
     from .judge import JUDGE_ROLE, JudgeModel, JudgeReply, JudgeText, parse_judge_json
     from .metrics import EventOrderingMetrics, event_ordering_metrics, evidence_recall, kendall_tau_b
-    from .names import PROFILE_NAMES, ProfileName
-    from .profiles import PROFILES, ScoringProfile, get_profile
+    from .profile_names import PROFILE_NAMES, ProfileName
+    from .profiles import ScoringProfile, get_profile
     from .scorer import score_question
     from .scores import FLAGS, EventOrderingDetail, ItemScore, LineMatch, QuestionScore, ScorerMode, passes
 

@@ -32,6 +32,7 @@ import math
 from typing import Any, ClassVar
 
 from ..data.records import ProbingQuestion
+from ..llm.wire import JsonObject
 from .event_ordering import align_repeats, repeat_record
 from .judge import (
     JudgeModel,
@@ -43,8 +44,8 @@ from .judge import (
     require_rubric,
 )
 from .metrics import EventOrderingMetrics, event_ordering_metrics
-from .names import ProfileName
 from .profile import ScoringProfile
+from .profile_names import ProfileName
 from .scores import EventOrderingDetail, ItemScore, QuestionScore
 
 __all__ = ["DefaultProfile", "UpstreamProfile"]
@@ -52,7 +53,7 @@ __all__ = ["DefaultProfile", "UpstreamProfile"]
 ALLOWED_SCORES = (0.0, 0.5, 1.0)
 
 
-def _reason(data: dict[str, Any]) -> str | None:
+def _reason(data: JsonObject) -> str | None:
     raw = data.get("reason")
     return raw if isinstance(raw, str) else (None if raw is None else json.dumps(raw))
 
@@ -82,11 +83,11 @@ class DefaultProfile(ScoringProfile):
         """The item's score from the judge's number, and the flags it raises; None: unusable."""
         return (number, set()) if number in ALLOWED_SCORES else None
 
-    def read_reply(self, reply: str) -> tuple[dict[str, Any] | None, Any, tuple[float, set[str]] | None]:
+    def read_reply(self, reply: str) -> tuple[JsonObject | None, Any, tuple[float, set[str]] | None]:
         """A judge reply's JSON object, its raw ``score`` and the item score it gives (None: unusable,
         and then never kept in the response cache)."""
         try:
-            data: dict[str, Any] | None = parse_judge_json(reply)
+            data: JsonObject | None = parse_judge_json(reply)
         except ValueError:
             data = None
         judge_score = data.get("score") if isinstance(data, dict) else None

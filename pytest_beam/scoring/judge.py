@@ -15,11 +15,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from ..data.records import ProbingQuestion
 from ..llm.structured import extract_json_object
-from ..llm.wire import ResponseFormat, WireMessage
+from ..llm.wire import JsonObject, ResponseFormat, WireMessage
 from .prompts import JUDGE_PROMPT
 
 __all__ = [
@@ -104,6 +104,14 @@ def _cut_off(result: JudgeReply) -> bool:
     return getattr(result, "finish_reason", None) == "length"
 
 
+class JudgeCallOptions(TypedDict, total=False):
+    """What a judge call may be asked beyond its messages and cap (``JudgeModel.chat``'s keywords)."""
+
+    response_format: ResponseFormat
+    repeat: int
+    accept: Callable[[str | None], bool]
+
+
 def ask_judge(judge: JudgeModel, messages: list[WireMessage], *, max_tokens: int = JUDGE_MAX_TOKENS,
               repeat: int = 0, undecided: Callable[[str], bool] = lambda text: True,
               response_format: ResponseFormat | None = JUDGE_FORMAT,
@@ -119,10 +127,11 @@ def ask_judge(judge: JudgeModel, messages: list[WireMessage], *, max_tokens: int
     reply: one it cannot (a garbage verdict) is not kept in the response cache, so the next run
     asks again rather than replaying the failure.
     """
-    extra: dict[str, Any] = {"repeat": repeat} if repeat else {}
+    extra: JudgeCallOptions = {"accept": lambda text: text is not None and parses(text)}
+    if repeat:  # repeat 0 is the call as it always was: not named, as a judge of its own may not know it
+        extra["repeat"] = repeat
     if response_format is not None:
         extra["response_format"] = response_format
-    extra["accept"] = lambda text: text is not None and parses(text)
 
     def ask(cap: int) -> JudgeReply:
         return judge.chat(role=JUDGE_ROLE, messages=messages, max_tokens=cap, **extra)
@@ -158,7 +167,7 @@ def fill_rubric_and_answer(rubric_item: str, answer: str) -> str:
     return JUDGE_PROMPT.replace("<rubric_item>", rubric_item).replace("<llm_response>", answer)
 
 
-def parse_judge_json(reply: str) -> dict[str, Any]:
+def parse_judge_json(reply: str) -> JsonObject:
     """The JSON object of a judge reply; ``ValueError`` when there is none.
 
     The model layer's one JSON-from-text parser (:func:`pytest_beam.llm.structured.extract_json_object`):

@@ -37,7 +37,7 @@ from .beam_profiles import DefaultProfile
 from .event_ordering import align_repeats, repeat_record
 from .judge import JudgeModel, ask_judge, parse_judge_json, require_rubric
 from .metrics import event_ordering_metrics, kendall_tau_b
-from .names import ProfileName
+from .profile_names import ProfileName
 from .scores import EventOrderingDetail, ItemScore, QuestionScore
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from ..data.records import ProbingQuestion
 from .judge import JudgeModel, require_rubric
-from .names import ProfileName
+from .profile_names import ProfileName
 from .repeats import judge_repeatedly
 from .scores import ItemScore, QuestionScore
 

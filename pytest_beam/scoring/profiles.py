@@ -1,20 +1,27 @@
 """The scoring profiles by name: which published table a run's numbers can stand beside.
 
-``PROFILES`` holds one object per name of ``names.PROFILE_NAMES`` (a test keeps them equal); every
-other list of profile names -- the ``--beam-scorer`` choices, the record's stamp, the report --
-comes from here or from ``names``. A profile carries its own rules (``profile.ScoringProfile``).
+``get_profile`` makes the profile of a name from its row of ``profile_names.PROFILE_TABLE`` (one
+object per name, made on first use); every other list of profile names -- the ``--beam-scorer``
+choices, the record's stamp, the report -- comes from that table. A profile carries its own rules
+(``profile.ScoringProfile``).
 """
 
 from __future__ import annotations
 
-from .beam_profiles import DefaultProfile, UpstreamProfile
-from .names import DEFAULT_PROFILE, PROFILE_NAMES, ProfileName
-from .omnimemeval import OmniMemEvalProfile
+from functools import cache
+from importlib import import_module
+
 from .profile import ScoringProfile
+from .profile_names import DEFAULT_PROFILE, PROFILE_NAMES, PROFILE_TABLE, ProfileName
 
-__all__ = ["DEFAULT_PROFILE", "PROFILE_NAMES", "PROFILES", "ProfileName", "ScoringProfile", "get_profile"]
+__all__ = ["DEFAULT_PROFILE", "PROFILE_NAMES", "ProfileName", "ScoringProfile", "get_profile"]
 
-PROFILES: dict[str, ScoringProfile] = {p.name: p for p in (DefaultProfile(), UpstreamProfile(), OmniMemEvalProfile())}
+
+@cache
+def _made(name: ProfileName) -> ScoringProfile:
+    entry = PROFILE_TABLE[name]
+    profile: ScoringProfile = getattr(import_module(entry.module), entry.cls)()
+    return profile
 
 
 def get_profile(profile: str | ScoringProfile) -> ScoringProfile:
@@ -22,7 +29,7 @@ def get_profile(profile: str | ScoringProfile) -> ScoringProfile:
     the choices otherwise."""
     if isinstance(profile, ScoringProfile):
         return profile
-    try:
-        return PROFILES[profile]
-    except KeyError:
-        raise ValueError(f"unknown scoring profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}") from None
+    for name in PROFILE_NAMES:
+        if name == profile:
+            return _made(name)
+    raise ValueError(f"unknown scoring profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}")

@@ -7,10 +7,9 @@ each repeat's score, so the record can say how often all repeats agreed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
 
-from .scores import ItemScore
+from .scores import EventOrderingDetail, ItemScore
 
 __all__ = ["agreement_units", "judge_repeatedly"]
 
@@ -35,7 +34,7 @@ def judge_repeatedly(score_once: Callable[[int], tuple[ItemScore, set[str], int]
     return item, flags, sum(c for _, _, c in done)
 
 
-def agreement_units(items: Iterable[ItemScore], event_detail: Mapping[str, Any] | None = None) -> tuple[int, int]:
+def agreement_units(items: Iterable[ItemScore], event_detail: EventOrderingDetail | None = None) -> tuple[int, int]:
     """(agreed, repeated) judge decisions of one question, for the agreement between repeats.
 
     A rubric item judged more than once agrees when every repeat gave it the same score; an
@@ -44,9 +43,10 @@ def agreement_units(items: Iterable[ItemScore], event_detail: Mapping[str, Any] 
     """
     repeated = [item.repeats for item in items if len(item.repeats) > 1]
     agreed = sum(len(set(r)) == 1 for r in repeated)
-    runs = list((event_detail or {}).get("repeat_alignments") or [])
+    count = len(repeated)
+    runs = event_detail.repeat_alignments if event_detail is not None else []
     if len(runs) > 1:
         lines = list(zip(*runs))
-        repeated += lines  # type: ignore[arg-type]
+        count += len(lines)
         agreed += sum(len(set(line)) == 1 for line in lines)
-    return agreed, len(repeated)
+    return agreed, count

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .names import ProfileName as ScorerMode  # the one list of profile names
+from .profile_names import ProfileName as ScorerMode  # the one list of profile names
+from .profile_names import names_text
 
 __all__ = ["ScorerMode", "ItemScore", "LineMatch", "EventOrderingDetail", "QuestionScore", "FLAGS", "passes"]
 
@@ -59,6 +60,8 @@ class ItemScore(_Record):
 class LineMatch(_Record):
     """One answer line and the rubric event it was aligned to (if any)."""
 
+    model_config = ConfigDict(frozen=True, extra="ignore")  # a newer version's record may add fields
+
     line: str
     event: str | None = Field(description="The rubric event the judge matched the line to, or None")
     event_index: int | None = Field(description="Index of that event in the rubric, or None")
@@ -68,6 +71,10 @@ class LineMatch(_Record):
 
 
 class EventOrderingDetail(_Record):
+    """How an event_ordering answer was scored: the alignment of its lines to the rubric's events."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")  # a newer version's record may add fields
+
     precision: float
     recall: float
     event_f1: float
@@ -100,14 +107,23 @@ class QuestionScore(_Record):
 
     question_id: str
     ability: str
-    mode: ScorerMode = Field(description="Which scorer produced this: 'default', 'upstream' or 'omnimemeval'")
+    mode: ScorerMode = Field(description=f"Which scoring profile produced this: {names_text()}")
     score: float = Field(
         description="default: mean of item scores, or event_f1*event_tau_norm for event_ordering; "
         "upstream: mean of int()-truncated item scores, or event_tau_norm for event_ordering"
     )
     items: list[ItemScore] = Field(default_factory=list, description="Per rubric item (empty for event_ordering)")
-    flags: list[str] = Field(default_factory=list, description="Sorted, unique; see scoring.scores.FLAGS")
+    flags: list[str] = Field(default_factory=list, description="Sorted, unique; each one of scoring.scores.FLAGS")
     judge_calls: int = Field(ge=0, description="Judge model calls made to score this question")
     event_f1: float | None = Field(default=None, description="event_ordering only")
     event_tau_norm: float | None = Field(default=None, description="event_ordering only")
     event_detail: EventOrderingDetail | None = Field(default=None, description="event_ordering only")
+
+    @field_validator("flags")
+    @classmethod
+    def _known_flags(cls, flags: list[str]) -> list[str]:
+        """A scorer raises only the flags FLAGS defines, so a record can tell its judge's flags from its answer's."""
+        unknown = sorted(set(flags) - set(FLAGS))
+        if unknown:
+            raise ValueError(f"flags {unknown} are not scorer flags ({', '.join(FLAGS)})")
+        return flags

@@ -18,6 +18,7 @@ import atexit
 import concurrent.futures
 import ctypes
 import ctypes.util
+import functools
 import os
 import queue
 import signal
@@ -60,7 +61,7 @@ class _Spawner:
     """One daemon thread that performs every ``Popen`` (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[dict[str, Any], concurrent.futures.Future]] = queue.Queue()
+        self._jobs: queue.Queue[tuple[Callable[..., subprocess.Popen], concurrent.futures.Future]] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._pid = os.getpid()
@@ -76,18 +77,18 @@ class _Spawner:
     def _run(self) -> None:
         preexec = _make_preexec()
         while True:
-            kwargs, fut = self._jobs.get()
+            popen, fut = self._jobs.get()
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
-                fut.set_result(subprocess.Popen(preexec_fn=preexec, start_new_session=True, **kwargs))
+                fut.set_result(popen(preexec_fn=preexec, start_new_session=True))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 fut.set_exception(exc)
 
     def spawn(self, **popen_kwargs: Any) -> subprocess.Popen:
         self._ensure_thread()
         fut: concurrent.futures.Future = concurrent.futures.Future()
-        self._jobs.put((popen_kwargs, fut))
+        self._jobs.put((functools.partial(subprocess.Popen, **popen_kwargs), fut))
         return fut.result()
 
 

@@ -103,10 +103,14 @@ def plan_steps(plan: Any) -> list[tuple[str, str]]:
     return steps
 
 
-#: One row of a Cypher result (``record.data()``): the query's columns by name. Open by nature:
-#: each query chooses its columns, and Neo4j's values are what the query returns (numbers, text,
-#: lists, maps, nodes as maps); the query's code reads the columns it asked for.
+#: One row of a Cypher result (``record.data()``): the query's columns by name; and one row a write
+#: query unwinds (``UNWIND $rows AS row``): the properties it sets. Open by nature: each query
+#: chooses its columns and properties, and Neo4j's values are what the query returns or stores
+#: (numbers, text, lists, maps, nodes as maps); the query's code reads the columns it asked for.
 CypherRow: TypeAlias = dict[str, Any]
+#: A query's parameters by name. Open by nature: each query names its own, and the driver takes
+#: scalars, lists and maps (a write's rows are CypherRow maps).
+CypherParams: TypeAlias = dict[str, Any]
 
 
 class ReadResult(list[CypherRow]):

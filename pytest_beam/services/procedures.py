@@ -24,7 +24,6 @@ from pathlib import Path
 from ..files import file_lock
 from ..paths import cache_root
 from .base import Neo4jConnection, Neo4jServiceError
-from .local_install import tail_text
 
 APOC_VERSION = "5.26.0"
 APOC_ARTIFACT = f"org.neo4j.procedure:apoc-core:{APOC_VERSION}:jar:core"
@@ -77,7 +76,7 @@ def apoc_jar(mvn: str | None = None) -> Path:
             jar = cached_apoc_jar()
             if proc.returncode == 0 and jar is not None:
                 return jar
-            outputs.append(tail_text(proc.stdout + proc.stderr, 3))
+            outputs.append("\n".join((proc.stdout + proc.stderr).rstrip().splitlines()[-3:]))
         raise Neo4jServiceError(f"Maven could not fetch {APOC_ARTIFACT} from Maven Central: {outputs[-1]}")
 
 

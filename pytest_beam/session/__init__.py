@@ -1,11 +1,12 @@
 """The pytest session of the benchmark: one `RunPlan` and one `BeamSession` per pytest config, and their parts.
 
-`state` holds the two objects; the modules beside it are the jobs they do (planning at
+`plan` and `state` hold the two objects; the modules beside them are the jobs they do (planning at
 configure, the start, collection, fixtures, the model side, graph services, conversations, a
-question's step and its outcome, the estimate, xdist scheduling, progress, the collector of
-results). Only `state` is imported eagerly, so `pytest --help` stays light.
+question's step and its verdict, the dry run, xdist scheduling, progress, the gathering of
+results). Only `plan` and `state` are imported eagerly, so `pytest --help` stays light.
 """
 
-from .state import BeamSession, RunPlan, get_session
+from .plan import RunPlan
+from .state import BeamSession, get_session
 
 __all__ = ["BeamSession", "RunPlan", "get_session"]

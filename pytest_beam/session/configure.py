@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..run_id import new_run_id
+from ..setting_sources import resolve
 from ..settings import (
     OPTION_BY_NAME,
     Settings,
     SettingsError,
     question_set,
     recorded_settings,
-    resolve,
 )
+from .plan import RunPlan
 from .project import spaced_value_problem
-from .state import RunPlan
 
 if TYPE_CHECKING:
     from ..llm.cassette import RecordedSettings

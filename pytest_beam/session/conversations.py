@@ -15,16 +15,17 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..system import IngestReport, MemorySystem, SystemContext
-from ..systems import DEFAULT_SYSTEM
+from ..system_registry import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
-    from ..llm.meter import UsageByRole
+    from ..llm.meter import Snapshot
     from ..settings import Settings
-    from .collector import RunCollector
     from .graphs import GraphServices
-    from .models import ModelSide
-    from .state import RunPlan
+    from .model_side import ModelSide
+    from .plan import RunPlan
+    from .question_pool import QuestionPool
+    from .run_results import RunResults
 
 
 @dataclass
@@ -32,30 +33,31 @@ class ConversationRun:
     conversation_id: str
     system: MemorySystem
     ingest: IngestReport
-    ingest_usage: UsageByRole
+    ingest_usage: Snapshot
     system_name: str = DEFAULT_SYSTEM  # the selected name the answers are recorded under
+    pool: QuestionPool | None = None  # its questions answered ahead, when the system answers concurrently
 
 
 class Conversations:
     """The open runs of this process, by run key (`run_key`)."""
 
     def __init__(self, plan: RunPlan, settings: Settings, systems: list[str], bench_set: BenchmarkSet, *,
-                 models: ModelSide, graphs: GraphServices, collector: RunCollector,
+                 models: ModelSide, graphs: GraphServices, results: RunResults,
                  say: Callable[[str], None]) -> None:
         self.plan, self.settings, self.systems, self.bench_set = plan, settings, systems, bench_set
-        self.models, self.graphs, self.collector, self.say = models, graphs, collector, say
+        self.models, self.graphs, self.results, self.say = models, graphs, results, say
         self.runs: dict[str, ConversationRun] = {}
 
     def run_key(self, system_name: str, conversation_id: str) -> str:
         """The key of one system's run on one conversation: the bare conversation id when the run
         compares nothing (the default graphrag alone, as records always had), else `system/id`."""
-        from .selection import bare_ids
+        from .system_choice import bare_ids
 
         return conversation_id if bare_ids(self.systems) else f"{system_name}/{conversation_id}"
 
     def system_context(self, system_name: str, conversation_id: str) -> SystemContext:
         """What a system gets for one conversation; the question's sources go to a measurement aid only."""
-        from ..systems import MEASUREMENT_AIDS
+        from ..system_registry import MEASUREMENT_AIDS
 
         key = self.run_key(system_name, conversation_id)
         work = self.plan.run_dir / (f"conv{conversation_id}" if key == conversation_id
@@ -95,7 +97,7 @@ class Conversations:
             report = system.ingest(documents)
         except BaseException as exc:  # Ctrl-C included: the time and the calls it took are kept
             if not isinstance(exc, pytest.skip.Exception):  # a system that skips has not failed
-                self.collector.add_failed_ingest(key, time.monotonic() - started, models.usage_since(before),
+                self.results.add_failed_ingest(key, time.monotonic() - started, models.usage_since(before),
                                                  _failure_line(exc))
             if models.spend.reached(exc):
                 system.close()
@@ -106,16 +108,18 @@ class Conversations:
             models.trace.context = {}
         report.seconds = report.seconds or (time.monotonic() - started)
         usage = models.usage_since(before)
-        self.collector.add_ingest(key, report, usage)
+        self.results.add_ingest(key, report, usage)
         run = ConversationRun(conversation_id, system, report, usage, system_name)
         self.runs[key] = run
         return run
 
     def close(self, key: str) -> None:
-        """Close a run by its key (`run_key`): its system, then the Neo4j it started."""
+        """Close a run by its key (`run_key`): its questions not started, its system, then the Neo4j it started."""
         run = self.runs.pop(key, None)
         try:
             if run is not None:
+                if run.pool is not None:
+                    run.pool.stop()
                 run.system.close()
         finally:
             self.graphs.stop(key)

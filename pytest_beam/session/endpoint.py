@@ -15,8 +15,9 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
+from ..model_access import EMBEDDED_DEFAULTS
 from ..settings import OPTION_BY_NAME, Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -28,24 +29,7 @@ EMBEDDED = "local"  # --beam-model=local asks for the embedded model
 PREFLIGHT_TIMEOUT_S = 1.5
 
 
-class EmbeddedDefaults(TypedDict):
-    """Settings, by name, that a run on the embedded model changes unless the user set them."""
-
-    concurrency: int
-    timeout: float
-    agent_timeout: float
-    tool_mode: Literal["auto", "native", "json"]
-    max_calls: int | None
-    max_tokens: int | None
-
-
-# The embedded server has one slot and makes ~20 tokens/s on 2 cores: one request at a time,
-# long timeouts, and JSON actions (its native tool calls do not parse on llama.cpp's server). It
-# costs nothing, so the lite set's default spend caps (a guard on money) do not apply to it.
-EMBEDDED_DEFAULTS: EmbeddedDefaults = {"concurrency": 1, "timeout": 900.0, "agent_timeout": 1800.0,
-                                       "tool_mode": "json", "max_calls": None, "max_tokens": None}
 WORKERINPUT_KEY = "beam_endpoint"
-EMBEDDED_CHANGES_IDENTITY_KEY = "endpoint_identity"  # the cache's name for the embedded model (any port)
 ROLE_MODELS = ("extraction_model", "resolution_model", "judge_model")
 
 
@@ -87,19 +71,39 @@ def explicitly_set(config: pytest.Config, name: str) -> bool:
         return False
 
 
-def embedded_changes(config: pytest.Config, base_url: str, model: str) -> dict[str, Any]:
+class EmbeddedChanges(TypedDict, total=False):
+    """The settings a run on the embedded model changes: its address and name, the cache's name for it
+    (any port), no key and no model per role, and those of EMBEDDED_DEFAULTS the user did not set."""
+
+    concurrency: int
+    timeout: float
+    agent_timeout: float
+    tool_mode: Literal["auto", "native", "json"]
+    max_calls: int | None
+    max_tokens: int | None
+    base_url: str
+    model: str
+    api_key: None
+    endpoint_identity: str
+    extraction_model: None
+    resolution_model: None
+    judge_model: None
+
+
+def embedded_changes(config: pytest.Config, base_url: str, model: str) -> EmbeddedChanges:
     """The settings a run on the embedded model uses (JSON-able, handed to the workers as is)."""
     from ..llm.embedded import CACHE_IDENTITY
 
-    changes: dict[str, Any] = {"base_url": base_url, "model": model, "api_key": None,
-                               EMBEDDED_CHANGES_IDENTITY_KEY: CACHE_IDENTITY, **{n: None for n in ROLE_MODELS}}
+    changes: EmbeddedChanges = {"base_url": base_url, "model": model, "api_key": None,
+                                "endpoint_identity": CACHE_IDENTITY, "extraction_model": None,
+                                "resolution_model": None, "judge_model": None}
     for name, value in EMBEDDED_DEFAULTS.items():
         if not explicitly_set(config, name):
-            changes[name] = value
+            changes[name] = value  # type: ignore[literal-required]  # the keys of EmbeddedDefaults
     return changes
 
 
-def apply(settings: Settings, changes: dict[str, Any]) -> Settings:
+def apply(settings: Settings, changes: EmbeddedChanges) -> Settings:
     return dataclasses.replace(settings, **changes)
 
 
@@ -169,7 +173,7 @@ class RunEndpoint:
 
     def __init__(self) -> None:
         self.model: EmbeddedModel | None = None
-        self.changes: dict[str, Any] | None = None  # settings the workers apply as well
+        self.changes: EmbeddedChanges | None = None  # settings the workers apply as well
 
     def open(self, config: pytest.Config, settings: Settings, record_mode: str,
              say: Callable[[str], None]) -> Settings:

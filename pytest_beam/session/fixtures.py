@@ -1,4 +1,4 @@
-"""The fixtures every question uses: the session, a conversation's system, the outcome.
+"""The fixtures every question uses: the session, a conversation's system, the question's record.
 
 Registered as a plugin per config (see `hooks.BeamSessionPlugin`); each fixture reaches the
 config's BeamSession through `request.config`, never through module state, and its parts
@@ -9,13 +9,16 @@ scores.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ..data.records import ProbingQuestion
 from .conversations import ConversationRun
-from .question_step import Outcome
 from .state import BeamSession, get_session
+
+if TYPE_CHECKING:
+    from ..results.question_record import QuestionRecord
 
 
 @pytest.fixture(scope="session")
@@ -37,12 +40,28 @@ def beam_conversation(request: pytest.FixtureRequest, beam_session: BeamSession)
 
 
 @pytest.fixture
-def beam_outcome(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_session: BeamSession,
-                 request: pytest.FixtureRequest) -> Outcome:
+def beam_record(beam_question: ProbingQuestion, beam_conversation: ConversationRun, beam_session: BeamSession,
+                request: pytest.FixtureRequest) -> QuestionRecord:
     """Answer and judge in setup, so an infrastructure fault is an ERROR, never a score. An answer
     whose judging failed still goes on the item (so into the record), unscored."""
-    from .outcome import record_unjudged
+    from .verdict import record_unjudged
 
-    return beam_session.questions.answer_and_score(
+    def upcoming() -> list[ProbingQuestion]:
+        """The questions this process will ask of this system's conversation, this one first."""
+        from .question_pool import upcoming as upcoming_items
+        from .system_choice import SystemRun
+
+        run = request.node.callspec.params["beam_conversation"]
+        out: list[ProbingQuestion] = []
+        for item in upcoming_items(request.session, request.node):
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            if params.get("beam_conversation") != run:  # a run's items are contiguous: its last one passed
+                break
+            question = params.get("beam_question")
+            if isinstance(question, ProbingQuestion):
+                out.append(question)
+        return out if isinstance(run, SystemRun) else [beam_question]
+
+    return beam_session.questions.record_of(
         beam_question, beam_conversation,
-        unjudged_answer=lambda outcome: record_unjudged(outcome, request.node.user_properties))
+        unjudged_answer=lambda result: record_unjudged(result, request.node.user_properties), upcoming=upcoming)

@@ -14,16 +14,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..services import Neo4jConnection, Neo4jProvider, Neo4jService
     from ..settings import Settings
-    from .collector import RunCollector
-    from .state import RunPlan
+    from .plan import RunPlan
 
 
 class GraphServices:
     """The Neo4j services of this process, by run key (`Conversations.run_key`)."""
 
-    def __init__(self, plan: RunPlan, settings: Settings, collector: RunCollector,
-                 say: Callable[[str], None]) -> None:
-        self.plan, self.settings, self.collector, self.say = plan, settings, collector, say
+    def __init__(self, plan: RunPlan, settings: Settings, say: Callable[[str], None]) -> None:
+        self.plan, self.settings, self.say = plan, settings, say
         self.services: dict[str, Neo4jService] = {}
         self.connections: dict[str, Neo4jConnection] = {}
         self._provider: Neo4jProvider | None = None
@@ -49,7 +47,6 @@ class GraphServices:
             service = provider.create(service_name or f"conv{key}", procedures)
             self.services[key] = service
             self.connections[key] = service.start()
-            self.collector.note_service(key, provider.name)
         return self.connections[key]
 
     def stop(self, key: str) -> None:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import collection
+from . import question_items
+from .plan import RunPlan
 from .progress import show_line
-from .state import SESSION_KEY, BeamSession, RunPlan
+from .state import SESSION_KEY, BeamSession
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -47,22 +48,24 @@ class BeamSessionPlugin:
         session.config.stash[SESSION_KEY] = self._session
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        collection.parametrize(self.session, metafunc)
+        question_items.parametrize(self.session, metafunc)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, session: pytest.Session,
                                       items: list[pytest.Item]) -> Generator[None, None, None]:
         """The suite's items go in before every other implementation; after them all (pytest's
-        fixture reordering included) they are put back in (system, conversation, question) order."""
-        collection.add_question_items(self.session, session, items)
+        fixture reordering, -k, -m and --lf included) a shard keeps its conversations' items and
+        they are put back in (system, conversation, question) order."""
+        question_items.add_question_items(self.session, session, items)
         result = yield
-        collection.order_items(items)
+        question_items.keep_shard(self.session, session.config, items)
+        question_items.order_items(items)
         return result
 
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         embedded = self.session.endpoint.model is not None
-        collection.check_estimate(self.session, session, require_caps=not embedded)
+        question_items.check_estimate(self.session, session, require_caps=not embedded)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -72,7 +75,7 @@ class BeamSessionPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
         report = yield
-        if item.nodeid.startswith(collection.SUITE_NODEID + "::"):
+        if item.nodeid.startswith(question_items.SUITE_NODEID + "::"):
             from .problems import shorten
 
             shorten(item, call, report)
@@ -81,7 +84,7 @@ class BeamSessionPlugin:
     @pytest.hookimpl(tryfirst=True)  # before pytest's JUnit writer reads the report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self._session is not None:
-            self._session.collector.add_report(report)
+            self._session.results.add_report(report)
         self._junit_classname(report)
 
     def _junit_classname(self, report: pytest.TestReport) -> None:
@@ -92,7 +95,7 @@ class BeamSessionPlugin:
         xml = self.plan.config.stash.get(xml_key, None)
         if xml is None:
             return
-        from .selection import junit_classname
+        from .system_choice import junit_classname
 
         classname = junit_classname(report.nodeid)
         if classname is not None:
@@ -124,14 +127,15 @@ class BeamSessionPlugin:
         try:
             if not beam.is_worker and exitstatus != pytest.ExitCode.INTERRUPTED and not beam.terminate.received:
                 self._judge_check(session)
+            beam.models.halt()  # before the parts close and the record counts what was sent
             beam.close()
             beam.endpoint.stop()
             if beam.progress is not None:
                 beam.progress.stop()
             if beam.is_worker:
-                beam.collector.persist()
+                beam.results.persist()
             else:
-                session.exitstatus = beam.collector.finish(int(exitstatus))  # pytest returns this one
+                session.exitstatus = beam.results.finish(int(exitstatus))  # pytest returns this one
         finally:
             beam.endpoint.stop()
             beam.terminate.restore()
@@ -139,17 +143,17 @@ class BeamSessionPlugin:
     def _judge_check(self, session: pytest.Session) -> None:
         """The judge's calibration on the questions that ran (``--beam-judge-check``), before the
         endpoint stops; a Ctrl-C here ends the check, never the record."""
-        from .collector import verdict_of
-        from .judge_check import SessionJudgeCheck, run_session_judge_check
+        from .calibration_at_finish import SessionJudgeCheck, run_session_judge_check
 
-        collector = self.session.collector
-        ran = {q.id for q in collector.questions.values() if verdict_of(q) not in (None, "skipped", "error")}
+        results = self.session.results
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         say = (lambda line: show_line(reporter, line)) if reporter is not None else (lambda line: None)
         try:
-            collector.judge_check = run_session_judge_check(self.session, ran, say)
+            beam = self.session
+            results.judge_check = run_session_judge_check(beam.settings, beam.bench_set, lambda: beam.models.client,
+                                                          results.ran(), say)
         except KeyboardInterrupt:
-            collector.judge_check = SessionJudgeCheck(error="interrupted before it finished")
+            results.judge_check = SessionJudgeCheck(error="interrupted before it finished")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._session is not None:
@@ -159,7 +163,7 @@ class BeamSessionPlugin:
         if self._session is not None and not self._session.is_worker:
             from .problems import write_section
 
-            self._session.collector.write_summary(terminalreporter)
+            self._session.results.write_summary(terminalreporter)
             write_section(terminalreporter)
 
 

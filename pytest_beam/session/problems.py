@@ -19,7 +19,7 @@ ATTRIBUTE = "beam_problem"  # on the report; plain data, so xdist carries it to 
 
 def known_problem(exc: BaseException | None) -> BaseException | None:
     """The known infrastructure error in `exc`'s chain (its causes and contexts), if any."""
-    from ..data.errors import BeamDataError
+    from ..data.data_error import BeamDataError
     from ..files import disk_full
     from ..llm.errors import CassetteError, CassetteMiss, ModelEndpointError
     from ..services.base import Neo4jServiceError

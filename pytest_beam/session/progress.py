@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .state import RunPlan
+    from .plan import RunPlan
 
 
 def show_line(reporter: pytest.TerminalReporter, line: str) -> None:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .plan import RunPlan
 from .progress import show_line
-from .state import BeamSession, RunPlan
+from .state import BeamSession
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
 
 def start_session(plan: RunPlan, reporter: pytest.TerminalReporter | None) -> BeamSession:
     """The session, complete; a usage error (exit 4) when the questions or the endpoint cannot be had."""
-    from .collection import load_questions
     from .endpoint import RunEndpoint
     from .interrupt import TerminateAsInterrupt
+    from .question_items import load_questions
 
     started = time.time()
     systems, bench_set = load_questions(plan)
@@ -68,24 +69,24 @@ def open_endpoint(endpoint: RunEndpoint, plan: RunPlan, reporter: pytest.Termina
 
 def _build(plan: RunPlan, settings: Settings, systems: list[str], bench_set: BenchmarkSet, endpoint: RunEndpoint,
            terminate: TerminateAsInterrupt, started: float, reporter: pytest.TerminalReporter | None) -> BeamSession:
-    from .collector import RunCollector
     from .conversations import Conversations
     from .graphs import GraphServices
-    from .models import ModelSide
+    from .model_side import ModelSide
     from .progress import ProgressLines, ProgressRelay
     from .question_step import QuestionStep
+    from .run_results import RunResults
 
     say = ProgressLines(plan)
     models = ModelSide(plan, settings, say)
-    collector = RunCollector(plan, settings, systems, bench_set, started=started, relay_counts=models.relay_counts,
+    results = RunResults(plan, settings, systems, bench_set, started=started, relay_counts=models.relay_counts,
                              terminate=terminate)
-    graphs = GraphServices(plan, settings, collector, say)
+    graphs = GraphServices(plan, settings, say)
     conversations = Conversations(plan, settings, systems, bench_set, models=models, graphs=graphs,
-                                  collector=collector, say=say)
+                                  results=results, say=say)
     progress = None
     if not plan.is_worker and getattr(plan.config.option, "numprocesses", None) and reporter:
         progress = ProgressRelay(plan.run_dir / "progress", reporter)
     return BeamSession(plan=plan, settings=settings, systems=systems, bench_set=bench_set, endpoint=endpoint,
-                       terminate=terminate, say=say, models=models, collector=collector, graphs=graphs,
+                       terminate=terminate, say=say, models=models, results=results, graphs=graphs,
                        conversations=conversations, questions=QuestionStep(settings, models), progress=progress)
 

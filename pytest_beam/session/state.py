@@ -4,8 +4,8 @@
 process's place in the run, the cassette mode. `BeamSession` is built at `pytest_sessionstart`
 (`start.py`) from the plan once the questions are loaded and, on the controller, the model
 endpoint is open: it holds the run's settings (never replaced after), the selected systems and
-question set, the collector, and this process's live parts, each a module of its own:
-`models.py` (client, relay, trace), `graphs.py` (Neo4j per conversation), `conversations.py`
+question set, the run's results, and this process's live parts, each a module of its own:
+`model_side.py` (client, relay, trace), `graphs.py` (Neo4j per conversation), `conversations.py`
 (each system's run on a conversation), `question_step.py` (answer and score). The parts import
 openai or start a JVM only on first use, so a collect-only or dry run does neither.
 
@@ -23,40 +23,20 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..settings import Settings
+from .plan import RunPlan
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
-    from .collector import RunCollector
     from .conversations import Conversations
     from .endpoint import RunEndpoint
     from .graphs import GraphServices
     from .interrupt import TerminateAsInterrupt
-    from .models import ModelSide
+    from .model_side import ModelSide
     from .progress import ProgressLines, ProgressRelay
     from .question_step import QuestionStep
+    from .run_results import RunResults
 
 SESSION_KEY: pytest.StashKey[BeamSession] = pytest.StashKey()
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What this pytest config asks of the benchmark, decided at configure."""
-
-    config: pytest.Config
-    settings: Settings  # as configured (a worker's carry the controller's model endpoint already)
-    worker_id: str | None  # None on the xdist controller or without xdist
-    run_id: str
-    run_dir: Path
-    record_mode: str = "off"  # the cassette mode in effect (decided once, on the controller)
-
-    @property
-    def is_worker(self) -> bool:
-        return self.worker_id is not None
-
-    @property
-    def process_name(self) -> str:
-        """This process's name in the run folder's per-process files."""
-        return self.worker_id or "main"
 
 
 @dataclass(frozen=True)
@@ -71,7 +51,7 @@ class BeamSession:
     terminate: TerminateAsInterrupt  # SIGTERM as Ctrl-C, for the session's lifetime
     say: ProgressLines  # a progress line the user sees while a fixture runs
     models: ModelSide
-    collector: RunCollector
+    results: RunResults
     graphs: GraphServices
     conversations: Conversations
     questions: QuestionStep

@@ -1,4 +1,4 @@
-"""The memory systems a run can compare, by name: the built-in one, baselines and a ceiling.
+"""The memory systems a run can compare, made by name from the registry (``pytest_beam.system_registry``).
 
     from pytest_beam.systems import make_system, system_names
     system = make_system("bm25", context)   # a MemorySystem whose .name is "bm25"
@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
+
+from ..system_registry import MEASUREMENT_AIDS, OUTSIDE_SYSTEMS, OWN_ENV_SYSTEMS, SYSTEMS, SystemEntry
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
@@ -36,54 +38,17 @@ class SystemClass(Protocol):
                  settings: Settings) -> Estimate | None: ...
 
 
-# name -> (module, class); the modules are imported on first use
-_ENTRIES: dict[str, tuple[str, str]] = {
-    "graphrag": ("pytest_beam.memory.graphrag", "GraphRAGSystem"),
-    "long-context": ("pytest_beam.systems.long_context", "LongContextSystem"),
-    "bm25": ("pytest_beam.systems.bm25", "BM25System"),
-    "dense": ("pytest_beam.systems.dense", "DenseSystem"),
-    "gold-evidence": ("pytest_beam.systems.gold_evidence", "GoldEvidenceCeiling"),
-    # outside systems, each an extra: their libraries call models through the harness's relay
-    "mem0": ("pytest_beam.systems.mem0_system", "Mem0System"),
-    "graphiti": ("pytest_beam.systems.graphiti_system", "GraphitiSystem"),
-    "hindsight": ("pytest_beam.systems.hindsight_system", "HindsightSystem"),
-    "cognee": ("pytest_beam.systems.cognee_system", "CogneeSystem"),
-    "lightrag": ("pytest_beam.systems.lightrag_system", "LightRAGSystem"),
-    "neo4j-graphrag": ("pytest_beam.systems.neo4j_graphrag_system", "Neo4jGraphRAGSystem"),
-    "langmem": ("pytest_beam.systems.langmem_system", "LangMemSystem"),
-}
-DEFAULT_SYSTEM = "graphrag"
-# Known without importing the module (the harness decides what to lend before making a system);
-# a test checks it against each class's `measurement_aid`.
-MEASUREMENT_AIDS: frozenset[str] = frozenset({"gold-evidence"})
-# Outside memory systems: name -> (the module their extra installs, the extra). `all` leaves them out
-# (each needs its extra installed); `installed` takes those whose library is installed.
-OUTSIDE_SYSTEMS: dict[str, tuple[str, str]] = {
-    "mem0": ("mem0", "mem0"), "graphiti": ("graphiti_core", "graphiti"), "hindsight": ("hindsight_api", "hindsight"),
-    "cognee": ("cognee", "cognee"), "lightrag": ("lightrag", "lightrag"),
-    "neo4j-graphrag": ("neo4j_graphrag", "neo4j-graphrag"), "langmem": ("langmem", "langmem"),
-}
-# Outside systems whose pins cannot live beside pytest-beam's (openai < 3): each runs in its own
-# virtual environment, made by `pytest-beam install-system NAME` (own_env.py), as a child process.
-OWN_ENV_SYSTEMS: frozenset[str] = frozenset({"hindsight", "cognee"})
-
-
-def builtin_names() -> tuple[str, ...]:
-    """The systems that ship with pytest-beam's own dependencies (what `--beam-system=all` means)."""
-    return tuple(n for n in _ENTRIES if n not in OUTSIDE_SYSTEMS)
-
-
 def missing_extra(name: str) -> str | None:
     """For an outside system whose library is not installed: the line saying how to install it."""
     if name not in OUTSIDE_SYSTEMS:
         return None
-    module, extra = OUTSIDE_SYSTEMS[name]
     if name in OWN_ENV_SYSTEMS:
         from .own_env import missing_env
 
         return missing_env(name)
     from importlib.util import find_spec
 
+    module, extra = OUTSIDE_SYSTEMS[name]
     if find_spec(module) is not None:
         return None
     return f"--beam-system={name} needs its library: pip install 'pytest-beam[{extra}]'"
@@ -92,7 +57,7 @@ def missing_extra(name: str) -> str | None:
 def installed_names() -> tuple[str, ...]:
     """Every registered system this machine can run: the built-in ones (baselines and the ceiling
     included) and each outside one whose library is installed (what `--beam-system=installed` means)."""
-    return tuple(n for n in _ENTRIES if missing_extra(n) is None)
+    return tuple(n for n in SYSTEMS if missing_extra(n) is None)
 
 
 class UnknownSystem(ValueError):
@@ -100,19 +65,19 @@ class UnknownSystem(ValueError):
 
 
 def system_names() -> tuple[str, ...]:
-    return tuple(_ENTRIES)
+    return tuple(SYSTEMS)
 
 
-def _check(name: str) -> tuple[str, str]:
+def _check(name: str) -> SystemEntry:
     try:
-        return _ENTRIES[name]
+        return SYSTEMS[name]
     except KeyError:
-        raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(_ENTRIES)}") from None
+        raise UnknownSystem(f"unknown memory system {name!r}; valid names: {', '.join(SYSTEMS)}") from None
 
 
 def system_class(name: str) -> SystemClass:
-    module, attr = _check(name)
-    cls: SystemClass = getattr(import_module(module), attr)
+    entry = _check(name)
+    cls: SystemClass = getattr(import_module(entry.module), entry.cls)
     return cls
 
 
@@ -125,7 +90,7 @@ def estimate_of(name: str, bench_set: BenchmarkSet, questions: list[ProbingQuest
                 settings: Settings) -> Estimate | None:
     """A system's dry-run estimate of its own calls on `questions`, as its class gives it; None for a
     system that cannot say (the outside ones) and for a name the registry does not hold (a conftest's)."""
-    if name not in _ENTRIES:
+    if name not in SYSTEMS:
         return None
     return system_class(name).estimate(bench_set, questions, settings)
 
@@ -160,11 +125,10 @@ def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
                 _check(name)
             names.append(name)
     if not names:
-        raise UnknownSystem(f"no memory system named in {spec!r}; valid names: {', '.join(_ENTRIES)}")
+        raise UnknownSystem(f"no memory system named in {spec!r}; valid names: {', '.join(SYSTEMS)}")
     return names
 
 
-__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "OWN_ENV_SYSTEMS", "builtin_names", "missing_extra",
-           "installed_names", "Factory",
+__all__ = ["installed_names", "missing_extra", "Factory",
            "UnknownSystem", "estimate_of", "is_measurement_aid", "make_system", "parse_system_list", "system_class",
            "system_factory", "system_names"]

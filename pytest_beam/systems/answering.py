@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens
-from ..system import ModelStep, SystemAnswer, SystemContext, TraceNote
+from ..system import FLAG_AGENT_FAILURE, ModelStep, SystemAnswer, SystemContext, TraceNote
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
@@ -30,7 +30,6 @@ ANSWER_ROLE: Final = "agent"  # metered and capped as the answering phase, like 
 ANSWER_MAX_TOKENS = 1024
 DEFAULT_CONTEXT_TOKENS = 120_000
 DEFAULT_TOP_K = 10
-FLAG_NO_ANSWER = "agent_failure"  # the harness scores an empty answer 0 under this flag
 SEPARATOR = "\n\n"
 
 INSTRUCTIONS = """\
@@ -147,9 +146,8 @@ def answer_from_messages(models: ModelClient, question: SystemQuestion, candidat
     text = (reply.text or "").strip()
     step: ModelStep = {"type": "model", "step": 1, "mode": "plain", "text": text, "tool_calls": [],
                             "finish_reason": reply.finish_reason, "final": True}
-    if hasattr(reply.usage, "to_dict"):
-        step["usage"] = reply.usage.to_dict()
-    answer_flags = list(flags) + ([] if text else [FLAG_NO_ANSWER])
+    step["usage"] = reply.usage.model_dump()
+    answer_flags = list(flags) + ([] if text else [FLAG_AGENT_FAILURE])  # an empty answer is none
     return SystemAnswer(text=text, retrieved_message_ids={m.id for m in fitted.messages}, trace=[note, step],
                         steps=1, flags=answer_flags, context_tokens=fitted.context_tokens)
 

@@ -9,10 +9,11 @@ never sent: BM25 says nothing about them. Ties go to the later message (higher i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from .answer_estimate import ContextCounter, estimate_answers
 from .answering import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_TOP_K,
@@ -22,7 +23,6 @@ from .answering import (
     fit_to_budget,
     setting,
 )
-from .estimate import ContextCounter, estimate_answers
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
@@ -64,6 +64,7 @@ class BM25System(MemorySystem):
     """Top-k messages by BM25, fitted to the context budget."""
 
     name = "bm25"
+    answers_concurrently: ClassVar[bool] = True  # the index is only read once built
 
     def __init__(self, context: SystemContext, k: int | None = None, context_tokens: int | None = None) -> None:
         self.context = context

@@ -8,10 +8,11 @@ Similarity is the dot product of unit vectors (cosine); ties go to the later mes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from .answer_estimate import ContextCounter, estimate_answers, newest_first_costs
 from .answering import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_TOP_K,
@@ -21,7 +22,6 @@ from .answering import (
     fit_to_budget,
     setting,
 )
-from .estimate import ContextCounter, estimate_answers, newest_first_costs
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
@@ -45,6 +45,7 @@ class DenseSystem(MemorySystem):
     """Top-k messages by embedding similarity, fitted to the context budget."""
 
     name = "dense"
+    answers_concurrently: ClassVar[bool] = True  # the vectors are only read once built
 
     def __init__(self, context: SystemContext, k: int | None = None, context_tokens: int | None = None,
                  embedder: Any = None) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..data.records import Document, ProbingQuestion, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from .answer_estimate import ContextCounter, estimate_answers
 from .answering import (
     DEFAULT_CONTEXT_TOKENS,
     ChatMessage,
@@ -29,7 +30,6 @@ from .answering import (
     fit_to_budget,
     setting,
 )
-from .estimate import ContextCounter, estimate_answers
 
 if TYPE_CHECKING:
     from ..data.sets import BenchmarkSet
@@ -56,6 +56,7 @@ class GoldEvidenceCeiling(MemorySystem):
 
     name = "gold-evidence"
     measurement_aid: ClassVar[bool] = True
+    answers_concurrently: ClassVar[bool] = True  # the messages are only read once ingested
 
     def __init__(self, context: SystemContext, context_tokens: int | None = None) -> None:
         if context.gold_evidence is None:

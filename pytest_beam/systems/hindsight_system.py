@@ -27,6 +27,7 @@ from typing import Any
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 from .child_process import ChildError, ChildProcess, Pg0Server, pg0_binary
+from .children.protocol import Message
 from .outside import Transcript, json_transcripts, messages_in_json, remove_tree, seed_tiktoken
 from .recalled import Recalled, answer_from_recalled, harness_relay
 
@@ -36,14 +37,14 @@ RECALL_TOKENS = 4096  # what Hindsight's benchmark runner asks recall for
 NO_WAIT_S = 24 * 3600  # "no timeout of its own": the harness bounds each call
 
 
-def in_chat_order(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def in_chat_order(facts: list[Message]) -> list[Message]:
     """What Hindsight recalled, in the chat's order: by session (its document), date, then text.
 
     Hindsight's own order is not reproducible: facts it scores alike come back in another order from
     run to run (checked: three replays of one cassette, three orders past the fifth fact), so the
     answering prompt would never be the same request twice and no cassette could replay it. Which
     facts are recalled stays Hindsight's; only their order in the prompt is fixed."""
-    def key(fact: dict[str, Any]) -> tuple[int, str, str]:
+    def key(fact: Message) -> tuple[int, str, str]:
         document = str(fact.get("document_id") or "")
         session = int(document.rsplit("-", 1)[-1]) if document.rsplit("-", 1)[-1].isdigit() else 1 << 30
         when = str(fact.get("occurred_start") or fact.get("mentioned_at") or "")

@@ -26,6 +26,7 @@ import logging
 from typing import Any
 
 from ..data.records import Document, SystemQuestion
+from ..llm.wire import JsonObject
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 from .outside import (
     CL100K_MODEL,
@@ -79,7 +80,7 @@ class LightRAGSystem(MemorySystem):
         use_seeded_tiktoken()
 
         async def complete(prompt: str, system_prompt: str | None = None,
-                           history_messages: list[dict[str, Any]] | None = None, **kwargs: Any) -> str:
+                           history_messages: list[JsonObject] | None = None, **kwargs: Any) -> str:
             kwargs.pop("hashing_kv", None)
             reply: str = await openai_complete_if_cache(
                 model, prompt, system_prompt=system_prompt, history_messages=history_messages or [],

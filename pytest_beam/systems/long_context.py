@@ -7,10 +7,11 @@ the current state needs, and a reader with a full window of recent chat is the f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..data.records import Document, SystemQuestion
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from .answer_estimate import ContextCounter, estimate_answers, newest_first_costs
 from .answering import (
     DEFAULT_CONTEXT_TOKENS,
     NO_MESSAGES,
@@ -21,7 +22,6 @@ from .answering import (
     prompt_tokens,
     setting,
 )
-from .estimate import ContextCounter, estimate_answers, newest_first_costs
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
@@ -34,6 +34,7 @@ class LongContextSystem(MemorySystem):
     """Answers from as much of the chat as fits the budget, newest messages kept."""
 
     name = "long-context"
+    answers_concurrently: ClassVar[bool] = True  # the chat is only read once ingested
 
     def __init__(self, context: SystemContext, context_tokens: int | None = None) -> None:
         self.context = context

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from ..data.records import Document, SystemQuestion
 from ..memory.tokens import count_tokens
-from ..system import ModelStep, SystemAnswer, SystemContext, TraceNote
-from .answering import ANSWER_MAX_TOKENS, ANSWER_ROLE, FLAG_NO_ANSWER, SEPARATOR
+from ..system import FLAG_AGENT_FAILURE, ModelStep, SystemAnswer, SystemContext, TraceNote
+from .answering import ANSWER_MAX_TOKENS, ANSWER_ROLE, SEPARATOR
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
@@ -124,7 +124,6 @@ def answer_from_recalled(models: ModelClient, question: SystemQuestion, memories
     text = (reply.text or "").strip()
     step: ModelStep = {"type": "model", "step": 1, "mode": "plain", "text": text, "tool_calls": [],
                             "finish_reason": reply.finish_reason, "final": True}
-    if hasattr(reply.usage, "to_dict"):
-        step["usage"] = reply.usage.to_dict()
+    step["usage"] = reply.usage.model_dump()
     return SystemAnswer(text=text, retrieved_message_ids=set(ids), trace=[note, step], steps=1,
-                        flags=[] if text else [FLAG_NO_ANSWER], context_tokens=context_tokens)
+                        flags=[] if text else [FLAG_AGENT_FAILURE], context_tokens=context_tokens)

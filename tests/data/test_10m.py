@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_beam.data import pins
-from pytest_beam.data.errors import BeamDataError
+from pytest_beam.data.data_error import BeamDataError
 from pytest_beam.data.local_copy import git_blob_sha1, load_local
 from pytest_beam.data.records import ABILITIES
 

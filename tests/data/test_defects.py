@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from pytest_beam.data.errors import BeamDataError
+from pytest_beam.data.data_error import BeamDataError
 from pytest_beam.data.markers import END_TOKEN, strip_plan_marker
 from pytest_beam.data.repairs import Repair, apply_repair, repairs
 from pytest_beam.data.sets import known_bad_rubrics, load_set

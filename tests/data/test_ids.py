@@ -57,9 +57,9 @@ def test_one_id_shape_in_the_package():
 def test_the_harness_reads_a_tier_id_and_keeps_the_tiers_apart():
     """Every place that reads an item's id takes the tier's form, and 100K's conv3 is not 500K's."""
     from pytest_beam.results.intervals import conversation_of as cluster_of
-    from pytest_beam.results.snapshots import snapshot_filename
+    from pytest_beam.session.answer_snapshots import snapshot_filename
     from pytest_beam.session.scheduling import conversation_of
-    from pytest_beam.session.selection import junit_classname, param_id, split_param_id
+    from pytest_beam.session.system_choice import junit_classname, param_id, split_param_id
 
     small, large = "conv3:summarization:0", "500K/conv3:summarization:0"
     assert split_param_id(f"bm25-{large}") == ("bm25", large)
@@ -79,27 +79,28 @@ def test_the_collector_keys_a_tier_item_by_its_id(tmp_path):
     """A report of a 500K item lands in the record under its tier's id (the old regex dropped it)."""
     import pytest as _pytest
 
-    from pytest_beam.results.schema import QuestionRecord
-    from pytest_beam.session.collector import RunCollector
+    from pytest_beam.results.question_record import QuestionRecord
     from pytest_beam.session.interrupt import TerminateAsInterrupt
-    from pytest_beam.session.state import RunPlan
+    from pytest_beam.session.plan import RunPlan
+    from pytest_beam.session.run_results import RunResults
 
     plan = RunPlan(config=None, settings=None, worker_id=None, run_id="run", run_dir=tmp_path)  # type: ignore[arg-type]
-    collector = RunCollector(plan, None, ["graphrag"], None, started=0.0, relay_counts=dict,  # type: ignore[arg-type]
-                             terminate=TerminateAsInterrupt())
-    result = QuestionRecord(id="500K/conv3:summarization:0", score=1.0).in_run_json()
+    collector = RunResults(plan, None, ["graphrag"], None, started=0.0, relay_counts=dict,  # type: ignore[arg-type]
+                           terminate=TerminateAsInterrupt())
+    result = QuestionRecord(id="500K/conv3:summarization:0", score=1.0).run_json()
     report = _pytest.TestReport("beam::test_question[500K/conv3:summarization:0]", ("x", 0, "x"), {}, "passed",
                                 None, "call", user_properties=[("beam_result", result)])
     collector.add_report(report)
-    assert collector.questions["500K/conv3:summarization:0"].id == "500K/conv3:summarization:0"
-    assert collector.questions["500K/conv3:summarization:0"].score == 1.0
+    [record] = collector.question_records()
+    assert list(collector.items) == ["500K/conv3:summarization:0"]
+    assert (record.id, record.score) == ("500K/conv3:summarization:0", 1.0)
 
 
 def test_the_suite_s_node_id_prefix_is_the_one_collection_makes():
     """The codec knows how the suite's node ids start; the session builds them: the two agree."""
     from pytest_beam.data.ids import SUITE_ITEM_PREFIX
     from pytest_beam.session import suite
-    from pytest_beam.session.collection import SUITE_NODEID
+    from pytest_beam.session.question_items import SUITE_NODEID
 
     assert f"{SUITE_NODEID}::{suite.test_question.__name__}[" == SUITE_ITEM_PREFIX
 
@@ -114,7 +115,7 @@ def test_a_user_test_with_a_question_like_parameter_is_no_suite_item(nodeid):
     a ``beam.<ability>`` JUnit class (the codec read any ``[...]``), and would have been grouped by
     conversation on xdist."""
     from pytest_beam.session.scheduling import conversation_of
-    from pytest_beam.session.selection import junit_classname
+    from pytest_beam.session.system_choice import junit_classname
 
     assert item_id_of_nodeid(nodeid) is None
     assert junit_classname(nodeid) is None

@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from pytest_beam.data.errors import BeamDataError
+from pytest_beam.data.data_error import BeamDataError
 from pytest_beam.data.markers import strip_document, strip_plan_marker
 from pytest_beam.data.records import ABILITIES, Document, Message
 from pytest_beam.data.sets import ALL_CONVERSATIONS, load_set
-from pytest_beam.settings import resolve
+from pytest_beam.setting_sources import resolve
 
 # every shape found in the 100K split's 20 conversations (data/markers.py has the survey)
 VARIANTS = [

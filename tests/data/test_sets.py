@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from pytest_beam.data.errors import BeamDataError
+from pytest_beam.data.data_error import BeamDataError
 from pytest_beam.data.local_copy import load_local
 from pytest_beam.data.markers import strip_document
 from pytest_beam.data.records import ABILITIES
@@ -18,7 +18,8 @@ from pytest_beam.data.sets import (
     parse_conversations,
     session_documents,
 )
-from pytest_beam.settings import SettingsError, resolve
+from pytest_beam.setting_sources import resolve
+from pytest_beam.settings import SettingsError
 
 
 @pytest.fixture(scope="module")

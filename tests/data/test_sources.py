@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_beam.data import pins
-from pytest_beam.data.errors import BeamDataError
+from pytest_beam.data.data_error import BeamDataError
 from pytest_beam.data.huggingface import load_parquet
 from pytest_beam.data.local_copy import load_local
 from pytest_beam.data.repairs import CONV4_MESSAGE_97_SHA256, repair_conv4_message_97

@@ -9,10 +9,11 @@ from collections import Counter
 
 import pytest
 
-from pytest_beam.data.errors import BeamDataError
+from pytest_beam.data.data_error import BeamDataError
 from pytest_beam.data.records import ABILITIES
 from pytest_beam.data.sets import load_set
-from pytest_beam.settings import SettingsError, resolve
+from pytest_beam.setting_sources import resolve
+from pytest_beam.settings import SettingsError
 
 ONE_M_PRESENT = ["3", "4", "6", "7", "8", "9", "10", "31", "32"]
 

@@ -47,11 +47,18 @@ class LoopingAgent(ScriptedBeamModel):
 
 
 @pytest.mark.neo4j
-def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_data_dir):
+@pytest.mark.parametrize("width", ["1", "4"], ids=["one-question-at-a-time", "questions-at-once"])
+def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_data_dir, width):
+    """The same count whether the two questions are answered one after the other or at once
+    (issue 41 point 1): the cap is a reservation each call takes, whichever thread makes it. One
+    after the other, the first question finishes and the second is cut; at once, both loop side by
+    side and the cap cuts both (a run the cap stopped entirely is no green run)."""
     with ScriptedModelServer(responder=LoopingAgent()) as server:
-        proc = beam(project, server, beam_data_dir, "--beam-max-calls=18", "--beam-agent-steps=12")
+        proc = beam(project, server, beam_data_dir, "--beam-max-calls=18", "--beam-agent-steps=12",
+                    f"--beam-question-concurrency={width}")
         requests = server.request_count
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    both_cut = width != "1"
+    assert proc.returncode == (pytest.ExitCode.USAGE_ERROR if both_cut else 0), proc.stdout[-4000:]
     assert requests == 18  # the cap, not one more
     assert "spend cap reached" in proc.stdout and "--beam-max-calls" in proc.stdout
     record = json.loads(next((project / "results").glob("*/record.json")).read_text())
@@ -59,6 +66,7 @@ def test_the_hard_cap_stops_mid_run_and_keeps_what_was_measured(project, beam_da
     skipped = [q for q in record["questions"] if q["outcome"] == "skipped"]
     answered = [q for q in record["questions"] if q["outcome"] != "skipped"]
     assert skipped and all("spend cap reached" in q["error"] for q in skipped)
+    assert len(answered) == (0 if both_cut else 1)
     assert all(q["score"] is not None for q in answered)  # what finished before the cap keeps its score
     assert sum(u["calls"] for u in record["usage"].values()) == 18  # everything measured is kept
 

@@ -135,7 +135,7 @@ def test_lite_run_end_to_end(scripted, project, beam_data_dir):
 
 def check_html_page(run_dir, tmp):
     from pytest_beam.results.html import render_html
-    from pytest_beam.results.record import read_record
+    from pytest_beam.results.record_files import read_record
     from tests.results.test_html import CHROMIUM, artifacts_dir, chromium, page_url, selftest
 
     page = run_dir / "report.html"

@@ -16,10 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.expected_records import check
+
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 REPO = Path(__file__).resolve().parents[2]
 CASSETTE = REPO / "fixtures" / "cassettes" / "lite-qwen.jsonl"
 SCORES = REPO / "fixtures" / "cassettes" / "lite-qwen.scores.json"
+EXPECTED = REPO / "fixtures" / "cassettes" / "lite-qwen.record.json"  # tests/e2e/expected_records.py
 REPLAY = ["-m", "lite", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-record-mode=none",
           f"--beam-cassette={CASSETTE}", "--beam-neo4j=local", "--beam-snapshot=assert",
           "--beam-pass-score=0", "--beam-cache=off"]
@@ -40,6 +43,7 @@ def test_committed_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
     got = {q["id"]: {"score": q["score"], "items": [i["score"] for i in q["items"]], "flags": q["flags"]}
            for q in record["questions"]}
     assert got == recorded["scores"]
+    check(record, EXPECTED)  # the whole record, apart from what changes from run to run
     assert set(record["models"].values()) == {recorded["model"]}  # from the cassette's header
     assert record["usage"].get("agent", {}).get("calls", 0) == 0  # nothing went to a network
     # a replayed call reports no prompt it was sent: the context is not measured, never a 0

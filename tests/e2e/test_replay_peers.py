@@ -21,9 +21,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 pytest.importorskip("mem0", reason="the mem0 extra (pip install -e '.[mem0]')")
 pytest.importorskip("graphiti_core", reason="the graphiti extra (pip install -e '.[graphiti]')")
 
+from tests.e2e.expected_records import check  # noqa: E402
 from tests.live.record_peers import CASSETTE, PEERS, SCORES, recorded_scores  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+EXPECTED = REPO / "fixtures" / "cassettes" / "lite-peers-qwen.record.json"  # tests/e2e/expected_records.py
 
 
 def calls(row: dict) -> int:
@@ -45,6 +47,7 @@ def test_committed_peers_cassette_replays_the_recorded_run(tmp_path, beam_data_d
 
     record = json.loads(next(tmp_path.glob("*/record.json")).read_text())
     assert recorded_scores(record) == recorded["systems"]
+    check(record, EXPECTED)  # the whole record, apart from what changes from run to run
     assert set(record["models"].values()) == {recorded["model"]}  # from the cassette's header
     by_system = record["usage_by_system"]
     assert list(by_system) == ["graphrag", "mem0", "graphiti"]

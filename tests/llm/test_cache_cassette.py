@@ -38,7 +38,7 @@ def test_cache_hit_sends_no_request(model_server, make_client, tmp_path):
     assert again.cached and not live.cached and again.text == "first" and again.raw == live.raw
     usage = client.meter.snapshot()["agent"]
     assert (usage.calls, usage.cached_calls) == (1, 1)
-    assert usage.cached_tokens == live.usage.total_tokens
+    assert usage.cached_tokens == live.usage.tokens
 
     other_client = make_client(model_server, cache=ResponseCache(tmp_path / "cache"))  # shared on disk
     assert other_client.chat(role="agent", messages=MSGS).cached

@@ -30,12 +30,12 @@ def test_metering_sums_match_what_the_server_returned(model_server, make_client)
     snap = client.meter.snapshot()
     assert (snap["agent"].calls, snap["agent"].prompt_tokens, snap["agent"].completion_tokens) == (2, 300, 30)
     assert (snap["judge"].calls, snap["judge"].prompt_tokens, snap["judge"].completion_tokens) == (1, 50, 5)
-    assert (snap["extraction"].calls, snap["extraction"].total_tokens, snap["extraction"].usage_missing) == (1, 0, 1)
+    assert (snap["extraction"].calls, snap["extraction"].tokens, snap["extraction"].usage_missing) == (1, 0, 1)
     total = client.meter.total()
     assert total.prompt_tokens == model_server.served_usage["prompt_tokens"] == 350
     assert total.completion_tokens == model_server.served_usage["completion_tokens"] == 35
     assert total.calls == model_server.request_count == 4
-    assert all(u.latency_s > 0 for u in snap.values())
+    assert all(u.seconds > 0 for u in snap.values())
 
 
 def test_sends_model_per_role_temperature_and_seed(model_server, make_client):

@@ -1,44 +1,46 @@
-"""Usage arithmetic and the Meter's snapshot / merge / since (the xdist transport)."""
+"""Usage arithmetic and the Meter's snapshot / merge / since, and the one usage model from the meter to the record."""
 
 from __future__ import annotations
 
 import json
 import threading
-from dataclasses import fields
 
-from pytest_beam.llm import Meter, Usage, snapshot_from_dict, snapshot_to_dict
-from pytest_beam.llm.meter import UsageCounts
+from pytest_beam.llm import Meter, Usage
 
 
 def test_usage_adds_and_subtracts():
-    a = Usage(calls=1, prompt_tokens=10, completion_tokens=2, latency_s=0.5, cached_calls=1)
-    b = Usage(calls=2, prompt_tokens=5, completion_tokens=1, latency_s=0.25, retries=1)
-    assert a + b == Usage(calls=3, prompt_tokens=15, completion_tokens=3, latency_s=0.75, cached_calls=1, retries=1)
+    a = Usage(calls=1, prompt_tokens=10, completion_tokens=2, seconds=0.5, cached_calls=1)
+    b = Usage(calls=2, prompt_tokens=5, completion_tokens=1, seconds=0.25, retries=1)
+    assert a + b == Usage(calls=3, prompt_tokens=15, completion_tokens=3, seconds=0.75, cached_calls=1, retries=1)
     assert (a + b) - b == a and sum([a, b]) == a + b
-    assert (a + b).total_tokens == 18
-    assert Usage.from_dict({**a.to_dict(), "unknown_future_field": 3}) == a
+    assert (a + b).tokens == 18 and (a + b).all_calls == 4 and (a + b).requests == 4
+    assert Usage.model_validate({**a.model_dump(), "unknown_future_field": 3}) == a
 
 
-def test_usage_counts_names_every_field_of_usage_in_order():
-    """Usage.to_dict() is typed as UsageCounts (a cast): the two must not drift apart."""
-    assert list(UsageCounts.__annotations__) == [f.name for f in fields(Usage)]
-    assert list(Usage(calls=1).to_dict()) == list(UsageCounts.__annotations__)
+def test_a_usage_row_reads_as_the_record_writes_it_and_as_older_journals_wrote_it():
+    """One model from the meter to the record: the record's rows are Usage's JSON; a row written
+    with the meter's old name for its seconds (latency_s) reads the same."""
+    row = Usage(calls=2, prompt_tokens=30, completion_tokens=4, seconds=0.25, usage_missing=1)
+    assert list(row.model_dump()) == ["calls", "cached_calls", "prompt_tokens", "completion_tokens", "seconds",
+                                      "replayed_calls", "cached_tokens", "retries", "errors", "abandoned",
+                                      "usage_missing"]
+    assert Usage.model_validate_json(row.model_dump_json()) == row
+    old = {"calls": 2, "prompt_tokens": 30, "completion_tokens": 4, "latency_s": 0.25, "usage_missing": 1}
+    assert Usage.model_validate(old) == row
 
 
-def test_meter_round_trips_merges_and_diffs():
+def test_meter_merges_and_diffs():
     worker1, worker2 = Meter(), Meter()
-    worker1.record("agent", Usage(calls=1, prompt_tokens=100, completion_tokens=10, latency_s=1.0))
-    worker2.record("agent", Usage(calls=2, prompt_tokens=50, completion_tokens=5, latency_s=0.5))
+    worker1.record("agent", Usage(calls=1, prompt_tokens=100, completion_tokens=10, seconds=1.0))
+    worker2.record("agent", Usage(calls=2, prompt_tokens=50, completion_tokens=5, seconds=0.5))
     worker2.record("judge", Usage(calls=1, prompt_tokens=7, completion_tokens=1))
-    wire = [json.loads(json.dumps(m.to_dict())) for m in (worker1, worker2)]  # plain JSON between processes
     controller = Meter()
-    for data in wire:
-        controller.merge(data)
+    for worker in (worker1, worker2):
+        controller.merge({role: Usage.model_validate(json.loads(u.model_dump_json()))
+                          for role, u in worker.snapshot().items()})  # as JSON between processes
     snap = controller.snapshot()
-    assert snap["agent"] == Usage(calls=3, prompt_tokens=150, completion_tokens=15, latency_s=1.5)
+    assert snap["agent"] == Usage(calls=3, prompt_tokens=150, completion_tokens=15, seconds=1.5)
     assert snap["judge"].calls == 1
-    assert Meter.from_dict(controller.to_dict()).snapshot() == snap
-    assert snapshot_from_dict(snapshot_to_dict(snap)) == snap
 
     before = controller.snapshot()
     controller.record("judge", Usage(calls=1, prompt_tokens=3))

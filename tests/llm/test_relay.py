@@ -52,9 +52,9 @@ def test_a_library_call_is_metered_under_its_system_and_role(model_server, make_
     assert sent.body["model"] == "agent-model" and sent.body["temperature"] == 0.0 and sent.body["seed"] == 0
     assert sent.body["max_tokens"] == 33 and sent.body["response_format"] == {"type": "json_object"}
     assert "top_p" not in sent.body
-    usage = client.meter.to_dict()
+    usage = client.meter.snapshot()
     assert list(usage) == ["mem0 extraction"]
-    assert usage["mem0 extraction"]["calls"] == 1 and usage["mem0 extraction"]["prompt_tokens"] == 50
+    assert usage["mem0 extraction"].calls == 1 and usage["mem0 extraction"].prompt_tokens == 50
     assert relay.counts() == {"mem0": {"chat": 1, "embeddings": 0, "errors": 0}}
     [event] = events
     assert event["role"] == "extraction" and event["via"] == "relay" and event["relay_system"] == "mem0"
@@ -83,13 +83,13 @@ def test_a_relayed_call_is_cached_and_replayed_from_a_cassette(model_server, mak
     assert sdk(relay).chat.completions.create(model="m", messages=messages).choices[0].message.content == "remembered"
     assert sdk(relay).chat.completions.create(model="m", messages=messages).choices[0].message.content == "remembered"
     assert model_server.request_count == 1  # the second came from the cache
-    assert live.meter.to_dict()["mem0 extraction"]["cached_calls"] == 1
+    assert live.meter.snapshot()["mem0 extraction"].cached_calls == 1
     # offline: no endpoint at all, the cassette answers
     replay = make_client(None, meter=Meter(), cassette=Cassette(cassette_path, mode="none"))
     offline = relay_for(replay)
     got = sdk(offline).chat.completions.create(model="m", messages=messages)
     assert got.choices[0].message.content == "remembered"
-    assert replay.meter.to_dict()["mem0 extraction"]["replayed_calls"] == 1
+    assert replay.meter.snapshot()["mem0 extraction"].replayed_calls == 1
 
 
 def test_a_cassette_miss_is_kept_for_the_adapter_and_not_retried(make_client, relay_for, tmp_path):
@@ -128,7 +128,7 @@ def test_an_endpoint_failure_reaches_the_caller_once_after_the_clients_retries(m
     assert caught.value.status_code == 502
     assert model_server.request_count == 3  # the harness's retries only; the SDK did not multiply them
     assert isinstance(relay.take_failure("mem0"), ModelEndpointError)
-    assert client.meter.to_dict()["mem0 extraction"]["errors"] == 1
+    assert client.meter.snapshot()["mem0 extraction"].errors == 1
 
 
 def test_what_the_relay_does_not_serve_is_refused_with_the_reason(model_server, make_client, relay_for):

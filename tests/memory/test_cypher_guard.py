@@ -105,7 +105,8 @@ def test_the_server_itself_refuses_load_csv(guarded, http_hits):
     "MATCH (a:N), (b:N), (c:N), (d:N), (e:N), (f:N) WITH collect([a, b, c, d, e, f]) AS l RETURN size(l)",
 ])
 def test_a_query_too_big_for_memory_is_a_tool_error_and_the_server_lives(guarded, query, caplog):
-    from pytest_beam.memory.tools import ToolBox, ToolLimits
+    from pytest_beam.memory.tool_specs import ToolLimits
+    from pytest_beam.memory.tools import ToolBox
     from pytest_beam.services import ReadLimits
 
     service, driver, database = guarded
@@ -130,7 +131,8 @@ def test_a_query_that_would_run_for_ages_is_refused_and_the_server_lives(guarded
     does not check the transaction's timeout while it projects paths: found hanging an agent's
     question for 10+ minutes in a full run. It must come back as a tool error, soon."""
     from pytest_beam.memory.cypher_tool import MAX_HOPS
-    from pytest_beam.memory.tools import ToolBox, ToolLimits
+    from pytest_beam.memory.tool_specs import ToolLimits
+    from pytest_beam.memory.tools import ToolBox
     from pytest_beam.services import ReadLimits
 
     service, driver, database = guarded
@@ -150,7 +152,8 @@ def test_a_query_that_would_run_for_ages_is_refused_and_the_server_lives(guarded
 
 
 def test_a_bounded_shallow_expand_still_runs(guarded):
-    from pytest_beam.memory.tools import ToolBox, ToolLimits
+    from pytest_beam.memory.tool_specs import ToolLimits
+    from pytest_beam.memory.tools import ToolBox
     from pytest_beam.services import ReadLimits
 
     _, driver, database = guarded
@@ -189,7 +192,8 @@ def test_range_is_refused_by_plan_and_the_server_lives(guarded, query):
     """The issue's query: on an idle machine it failed with the heap's OutOfMemoryError and the
     server lived; on a loaded one (a full run under -n 5) the error hit the Bolt event loop and
     the conversation's server stopped answering. It never runs now."""
-    from pytest_beam.memory.tools import ToolBox, ToolLimits
+    from pytest_beam.memory.tool_specs import ToolLimits
+    from pytest_beam.memory.tools import ToolBox
     from pytest_beam.services import ReadLimits
 
     service, driver, database = guarded

@@ -10,7 +10,7 @@ import pytest
 from pytest_beam.data.records import Document, Message
 from pytest_beam.memory.chunking import chunk_documents
 from pytest_beam.memory.extraction_schema import Extraction, ResolutionReply
-from pytest_beam.memory.names import normalise_name
+from pytest_beam.memory.name_forms import normalise_name
 from pytest_beam.memory.prompts_ingest import extraction_messages, resolution_messages
 from pytest_beam.memory.resolution import Candidate, candidate_pairs, classify
 from pytest_beam.memory.temporal import update_candidates

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pytest_beam.memory.search import hybrid_search
-from pytest_beam.memory.tools import CUT_MARKER, ToolBox, ToolLimits
+from pytest_beam.memory.tool_specs import ToolLimits
+from pytest_beam.memory.tools import CUT_MARKER, ToolBox
 from pytest_beam.services.access import ReadLimits
 from tests.memory.agent_fixtures import *  # noqa: F403
 from tests.memory.agent_fixtures import INJECTION_MESSAGE_ID, LONG_MESSAGE_ID, count_graph
@@ -173,7 +174,7 @@ def test_cypher_timeout_is_enforced(graph, embedder):
 def test_entity_lookup_uses_the_normaliser_names_were_written_with(box, graph):
     """Names are stored normalised by resolution's normaliser ("The Louvre" -> "louvre", "Dr. Ana
     López" -> "ana lopez"); the tools once looked them up with another one and missed them."""
-    from pytest_beam.memory.names import normalise_name
+    from pytest_beam.memory.name_forms import normalise_name
 
     driver, database = graph
     for eid, label, name in [("e_louvre", "Place", "Louvre"), ("e_lopez", "Person", "Ana López")]:

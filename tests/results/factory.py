@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from pytest_beam.results.schema import ItemScore, QuestionRecord, RunRecord, UsageRow
+from pytest_beam.llm import Usage
+from pytest_beam.results.build import with_aggregates
+from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.schema import RunRecord
+from pytest_beam.scoring.scores import ItemScore
 
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = '<img src=x onerror="window.__pwned=2">'
 
 
-def _usage(agent_calls: int, judge_calls: int) -> dict[str, UsageRow]:
+def _usage(agent_calls: int, judge_calls: int) -> dict[str, Usage]:
     return {
-        "agent": UsageRow(calls=agent_calls, cached_calls=0, prompt_tokens=1800 * agent_calls,
+        "agent": Usage(calls=agent_calls, cached_calls=0, prompt_tokens=1800 * agent_calls,
                           completion_tokens=90 * agent_calls, seconds=1.7 * agent_calls),
-        "judge": UsageRow(calls=judge_calls, cached_calls=1, prompt_tokens=600 * judge_calls,
+        "judge": Usage(calls=judge_calls, cached_calls=1, prompt_tokens=600 * judge_calls,
                           completion_tokens=40 * judge_calls, seconds=0.6 * judge_calls),
     }
 
@@ -98,6 +102,7 @@ def questions(answer_ie0: str | None = None, score_ie0: float = 1.0) -> list[Que
         flags=["parse_error"],
         event_detail={
             "precision": 0.75, "recall": 0.75, "event_f1": 0.75, "tau_b": 0.333333, "event_tau_norm": 0.666667,
+            "f1_times_tau_norm": 0.5,
             "answer_lines": ["Planned the trip", "Packed the bags", "Booked the flight", "Bought a hat"],
             "alignment": [
                 {"line": "Planned the trip", "event": "Plan the trip", "event_index": 0},
@@ -127,7 +132,7 @@ def run_record(run_id: str = "20250101T000000Z-aaaa", *, answer_ie0: str | None 
                agent_model: str = "qwen2.5-7b", judge_model: str | None = None, scorer: str = "default",
                started: str = "2025-01-01T00:00:00+00:00") -> RunRecord:
     judge = judge_model or agent_model
-    return RunRecord(
+    return with_aggregates(RunRecord(
         run_id=run_id,
         started=started,
         finished=started.replace("00:00:00", "00:03:10"),
@@ -145,17 +150,17 @@ def run_record(run_id: str = "20250101T000000Z-aaaa", *, answer_ie0: str | None 
         pass_score=0.5,
         questions=questions(answer_ie0, score_ie0),
         usage={
-            "extraction": UsageRow(calls=12, cached_calls=2, prompt_tokens=24000, completion_tokens=3000, seconds=30.0),
-            "resolution": UsageRow(calls=5, prompt_tokens=8000, completion_tokens=500, seconds=8.0),
-            "agent": UsageRow(calls=9, prompt_tokens=16200, completion_tokens=810, seconds=15.3),
-            "judge": UsageRow(calls=7, cached_calls=3, prompt_tokens=4200, completion_tokens=280, seconds=4.2),
+            "extraction": Usage(calls=12, cached_calls=2, prompt_tokens=24000, completion_tokens=3000, seconds=30.0),
+            "resolution": Usage(calls=5, prompt_tokens=8000, completion_tokens=500, seconds=8.0),
+            "agent": Usage(calls=9, prompt_tokens=16200, completion_tokens=810, seconds=15.3),
+            "judge": Usage(calls=7, cached_calls=3, prompt_tokens=4200, completion_tokens=280, seconds=4.2),
         },
         phase_seconds={"ingest": 41.0, "agent": 19.6, "judge": 5.0},
         graph={"conv1": {"entities_by_type": {"Person": 4, "Place": 3},
                          "relations_by_type": {"KNOWS": 2, "LIVES_IN": 3},
                          "chunks": 6, "empty_extractions": 1, "cache_hit": False, "seconds": 41.0}},
         exit_status=0,
-    )
+    ))
 
 
 def spread_record(run_id: str, scores: dict[str, float], *, scorer: str = "default",
@@ -169,6 +174,7 @@ def spread_record(run_id: str, scores: dict[str, float], *, scorer: str = "defau
                          score=score, score_excluding_known_bad=score, outcome="passed" if score >= 0.5 else "failed",
                          scorer=scorer)
           for qid, score in scores.items()]
-    return RunRecord(run_id=run_id, started=started, mode="complete", scorer=scorer,
-                     scoring=scoring_stamp(scorer) if stamp else None,
-                     models={"agent": "qwen2.5-7b", "judge": judge_model}, pass_score=0.5, questions=qs)
+    return with_aggregates(RunRecord(run_id=run_id, started=started, mode="complete", scorer=scorer,
+                                     scoring=scoring_stamp(scorer) if stamp else None,
+                                     models={"agent": "qwen2.5-7b", "judge": judge_model}, pass_score=0.5,
+                                     questions=qs))

@@ -11,7 +11,7 @@ from pytest_beam.cli import main
 from pytest_beam.results.compare import compare, drops_beyond
 from pytest_beam.results.comparison_text import render_comparison
 from pytest_beam.results.intervals import paired_bootstrap
-from pytest_beam.results.store import write_record
+from pytest_beam.results.record_files import write_record
 from tests.results.factory import spread_record
 
 CONVS = range(1, 11)

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from pytest_beam.results.html import PAGE_SLOTS, PageTemplate, answer_diff, page_template, render_html, write_html
-from pytest_beam.results.store import write_record
+from pytest_beam.results.record_files import write_record
 from tests.results.factory import XSS_IMG, XSS_SCRIPT, run_record
 
 REPO = Path(__file__).resolve().parents[2]
@@ -227,12 +227,14 @@ def test_screenshot_artifact(tmp_path, two_page):
 
 
 def test_empty_and_all_error_records_render():
-    from pytest_beam.results.schema import QuestionRecord, RunRecord
+    from pytest_beam.results.build import with_aggregates
+    from pytest_beam.results.question_record import QuestionRecord
+    from pytest_beam.results.schema import RunRecord
 
     assert 'id="ability-chart"' in render_html(RunRecord(run_id="empty"))
     errored = RunRecord(run_id="err", questions=[
         QuestionRecord(id="c:a:0", ability="a", outcome="error", error="Neo4j unreachable"),
         QuestionRecord(id="c:b:0", ability="b", score=0.5, outcome="passed")])
-    page = render_html(errored)
+    page = render_html(with_aggregates(errored))
     assert page.count('<rect class="bar"') == 2
     assert "no score (n=0, 1 errors, 0 skipped)" in page

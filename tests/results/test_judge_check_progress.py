@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pytest_beam.cli.judge_check_command import progress_line
 from pytest_beam.llm.meter import Usage
-from pytest_beam.results.judge_check_run import progress_line
 
 
 def test_cases_from_the_cache_do_not_shorten_the_time_left():

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from pytest_beam.results.collect import usage_by_system
+from pytest_beam.llm.meter import Usage
+from pytest_beam.results.build import usage_by_system
 from pytest_beam.results.html import render_html
 from pytest_beam.results.leaderboard import leaderboard
-from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
+from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.schema import IngestEntry, RunRecord
 from pytest_beam.results.summary import render_summary
-from pytest_beam.results.systems import system_stats
+from pytest_beam.results.system_stats import system_stats
 
 SCORES = {  # system -> its three question scores, its answering tokens per question
     "graphrag": ((1.0, 0.0, 0.5), 300),
@@ -28,11 +30,12 @@ def _record() -> RunRecord:
             questions.append(QuestionRecord(
                 id=f"conv1:information_extraction:{index}", conversation_id="1", ability="information_extraction",
                 index=index, score=score, outcome="passed" if score >= 0.5 else "failed", system=system,
-                usage={"agent": UsageRow(calls=1, prompt_tokens=tokens, completion_tokens=0),
-                       "judge": UsageRow(calls=2, prompt_tokens=50, completion_tokens=0)}))
-    ingest = {key: {"usage": rows} for key, rows in INGEST.items()}
+                usage={"agent": Usage(calls=1, prompt_tokens=tokens, completion_tokens=0),
+                       "judge": Usage(calls=2, prompt_tokens=50, completion_tokens=0)}))
+    ingest = {key: IngestEntry(usage={role: Usage.model_validate(row) for role, row in rows.items()})
+              for key, rows in INGEST.items()}
     systems = system_stats(questions, list(SCORES), {"gold-evidence"}, ingest)
-    by_system = usage_by_system(questions, ingest, list(SCORES))  # type: ignore[arg-type]
+    by_system = usage_by_system(questions, ingest, list(SCORES))
     return RunRecord(run_id="r1", mode="lite", system="graphrag", questions=questions, systems=systems,
                      usage_by_system=by_system, leaderboard=leaderboard(systems, by_system, questions))
 
@@ -58,8 +61,9 @@ def test_a_replayed_call_counts_with_the_tokens_it_was_recorded_with():
     graphrag = next(r for r in record.leaderboard if r.system == "graphrag")
     assert (graphrag.calls, graphrag.tokens) == (3 + 3, 3000 + 3 * 300)  # not 900: the replayed ingest counts
     # the side-by-side table too: its ingest and its questions' tokens as recorded
-    replayed = record.questions[0].model_copy(update={"usage": {"agent": UsageRow(replayed_calls=1, cached_tokens=77)}})
-    stats = system_stats([replayed], ["graphrag"], set(), {"graphrag/1": {"usage": INGEST["graphrag/1"]}})
+    replayed = record.questions[0].model_copy(update={"usage": {"agent": Usage(replayed_calls=1, cached_tokens=77)}})
+    entry = IngestEntry(usage={r: Usage.model_validate(u) for r, u in INGEST["graphrag/1"].items()})
+    stats = system_stats([replayed], ["graphrag"], set(), {"graphrag/1": entry})
     assert stats["graphrag"].ingest_tokens == 3000 and stats["graphrag"].overall.tokens == 77
 
 

@@ -37,3 +37,11 @@ def test_the_data_files_the_code_loads_are_packaged():
         assert path.is_file(), rel
         package = ".".join(path.parent.relative_to(REPO).parts)
         assert any(path.match(pattern) for pattern in config["package-data"].get(package, [])), rel
+
+
+def test_every_package_of_the_source_tree_is_packaged():
+    """A subpackage missing from pyproject's list works in an editable install and is absent from a
+    wheel (pytest_beam.cli, made a package, was): every folder with an __init__.py is listed."""
+    packages = set(_config()["packages"])
+    found = {".".join(init.parent.relative_to(REPO).parts) for init in (REPO / "pytest_beam").rglob("__init__.py")}
+    assert found - packages == set(), sorted(found - packages)

@@ -10,24 +10,20 @@ import subprocess
 
 import pytest
 
-from pytest_beam.results.record import (
-    LATEST_FILE,
-    NOTICE_FILE,
-    RECORD_FILE,
-    TRACE_FILE,
-    QuestionRecord,
+from pytest_beam.llm import Usage
+from pytest_beam.results.aggregate import aggregate
+from pytest_beam.results.provenance import git_info, lockfile_hash
+from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.record_files import (
     RecordNotFound,
-    UsageRow,
-    aggregate,
-    git_info,
     list_records,
     load_traces,
-    lockfile_hash,
     normalize_step,
     read_record,
     with_traces,
     write_record,
 )
+from pytest_beam.results.schema import LATEST_FILE, NOTICE_FILE, RECORD_FILE, TRACE_FILE
 from tests.results.factory import run_record
 
 
@@ -176,8 +172,8 @@ def test_missing_record_names_the_path(tmp_path):
 
 
 def test_usage_rows_add():
-    total = UsageRow(calls=1, prompt_tokens=5) + UsageRow(calls=2, cached_calls=1, completion_tokens=3, seconds=1.5)
-    assert total == UsageRow(calls=3, cached_calls=1, prompt_tokens=5, completion_tokens=3, seconds=1.5)
+    total = Usage(calls=1, prompt_tokens=5) + Usage(calls=2, cached_calls=1, completion_tokens=3, seconds=1.5)
+    assert total == Usage(calls=3, cached_calls=1, prompt_tokens=5, completion_tokens=3, seconds=1.5)
 
 
 def test_unknown_fields_are_ignored_when_reading(tmp_path):
@@ -195,10 +191,12 @@ def test_an_older_records_cache_hit_is_read_and_not_shown(tmp_path):
     from pytest_beam.system import IngestReport
 
     assert "cache_hit" not in IngestReport.__dataclass_fields__
-    record = run_record()
-    assert record.graph["conv1"]["cache_hit"] is False  # the factory's record is of the older shape
-    (tmp_path / RECORD_FILE).write_text(record.model_dump_json())
-    lines = render_summary(read_record(tmp_path / RECORD_FILE))
+    record = json.loads(run_record().model_dump_json())
+    record["graph"]["conv1"]["cache_hit"] = False  # as an older record wrote it
+    (tmp_path / RECORD_FILE).write_text(json.dumps(record))
+    read = read_record(tmp_path / RECORD_FILE)
+    assert "cache_hit" not in read.graph["conv1"].model_dump() and read.graph["conv1"].chunks == 6
+    lines = render_summary(read)
     header = next(line for line in lines if "empty extr." in line)
     assert "cached" not in header and "seconds" in header
 
@@ -252,5 +250,5 @@ def test_load_traces_reads_agent_trace_lines(tmp_path):
 
 
 def test_usage_row_reads_the_meters_latency_field():
-    row = UsageRow.model_validate({"calls": 2, "latency_s": 1.5, "cached_tokens": 7})
+    row = Usage.model_validate({"calls": 2, "latency_s": 1.5, "cached_tokens": 7})
     assert row.seconds == 1.5 and row.calls == 2

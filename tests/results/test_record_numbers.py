@@ -8,12 +8,15 @@ import hashlib
 import pytest
 
 from pytest_beam.results.aggregate import judge_agreement, percentile
+from pytest_beam.results.build import with_aggregates
 from pytest_beam.results.intervals import cluster_bootstrap
 from pytest_beam.results.provenance import prompt_hashes, scoring_stamp
-from pytest_beam.results.schema import ItemScore, QuestionRecord, RunRecord
-from pytest_beam.results.store import read_record, write_record
+from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.record_files import read_record, write_record
+from pytest_beam.results.schema import RunRecord
 from pytest_beam.results.summary import render_summary
 from pytest_beam.scoring import prompts
+from pytest_beam.scoring.scores import ItemScore
 from tests.results.factory import run_record, spread_record
 
 SCORES = {
@@ -78,9 +81,9 @@ def test_an_interval_resamples_conversations_not_questions():
 def test_errors_and_skips_stay_out_of_the_interval():
     r = spread_record("r", {"conv1:abstention:0": 1.0, "conv2:abstention:0": 0.0})
     errored = QuestionRecord(id="conv3:abstention:0", conversation_id="conv3", ability="abstention", outcome="error")
-    r2 = r.model_copy(update={"questions": [*r.questions, errored]}).recompute()
+    r2 = with_aggregates(r.model_copy(update={"questions": [*r.questions, errored]}))
     assert r2.overall.interval.clusters == 2 and r2.overall.interval == r.overall.interval
-    assert RunRecord(run_id="none", questions=[errored]).overall.interval is None
+    assert with_aggregates(RunRecord(run_id="none", questions=[errored])).overall.interval is None
 
 
 def test_summary_shows_the_interval_of_every_mean():
@@ -101,7 +104,7 @@ def test_judge_agreement_is_the_share_of_items_whose_repeats_all_agree():
           QuestionRecord(id="conv2:abstention:0", ability="abstention", score=0.0, items=[item(0.0, 0.0, 0.0)])]
     assert judge_agreement(qs) == pytest.approx(2 / 3)
     assert judge_agreement(run_record().questions) is None  # one judge run: nothing to agree
-    r = RunRecord(run_id="r", questions=qs, scoring=scoring_stamp("default", judge_runs=3))
+    r = with_aggregates(RunRecord(run_id="r", questions=qs, scoring=scoring_stamp("default", judge_runs=3)))
     assert r.overall.judge_agreement == pytest.approx(2 / 3)
     assert (
         "judge agreement: 66.7% of rubric items (and event-ordering lines) got the same verdict"
@@ -113,7 +116,7 @@ def test_context_tokens_mean_and_nearest_rank_p95():
     tokens = list(range(100, 2100, 100))  # 20 questions: 100 .. 2000
     qs = [QuestionRecord(id=f"conv{i + 1}:abstention:0", ability="abstention", score=1.0, context_tokens=t)
           for i, t in enumerate(tokens)]
-    r = RunRecord(run_id="r", questions=qs)
+    r = with_aggregates(RunRecord(run_id="r", questions=qs))
     assert r.overall.context_tokens_mean == pytest.approx(1050.0)
     assert r.overall.context_tokens_p95 == 1900.0  # rank ceil(0.95 * 20) = 19
     assert percentile([], 0.95) is None and percentile([7.0], 0.95) == 7.0
@@ -121,7 +124,8 @@ def test_context_tokens_mean_and_nearest_rank_p95():
 
 
 def test_settings_resolve_judge_runs_and_label_by_flag_env_and_ini():
-    from pytest_beam.settings import OPTION_BY_NAME, resolve
+    from pytest_beam.setting_sources import resolve
+    from pytest_beam.settings import OPTION_BY_NAME
 
     def settings(flags=None, environ=None, ini=None):
         return resolve((flags or {}).get, (ini or {}).get, environ or {})

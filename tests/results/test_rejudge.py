@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from pytest_beam.cli import main
-from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
-from pytest_beam.results.store import read_record, write_record
+from pytest_beam.llm import Usage
+from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.record_files import read_record, write_record
+from pytest_beam.results.schema import RunRecord
 from tests.model_server import Reply
 
 OLD_ID = "20250101T000000Z-old0"
@@ -24,8 +26,8 @@ def old_results(tmp_path: Path, beam_data_dir: Path, monkeypatch) -> Path:
     for name in ("BEAM_RESULTS", "BEAM_MODE", "BEAM_SCORER", "BEAM_JUDGE_MODEL", "BEAM_BASE_URL", "BEAM_CACHE",
                  "BEAM_JUDGE_RUNS", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    spent = {"agent": UsageRow(calls=4, prompt_tokens=4000, completion_tokens=100),
-             "judge": UsageRow(calls=1, prompt_tokens=900, completion_tokens=30)}
+    spent = {"agent": Usage(calls=4, prompt_tokens=4000, completion_tokens=100),
+             "judge": Usage(calls=1, prompt_tokens=900, completion_tokens=30)}
     questions = [
         QuestionRecord(id=IE, conversation_id="17", ability="information_extraction", answer="An answer.",
                        score=0.0, score_excluding_known_bad=0.0, outcome="failed", usage=spent, scorer="default"),
@@ -38,7 +40,7 @@ def old_results(tmp_path: Path, beam_data_dir: Path, monkeypatch) -> Path:
     old = RunRecord(run_id=OLD_ID, mode="lite", scorer="default", system="agentic-graphrag", label="nightly",
                     models={"agent": "agent-model", "extraction": "agent-model", "judge": "old-judge"},
                     settings={"data": str(beam_data_dir)}, pass_score=0.5, questions=questions,
-                    usage={"extraction": UsageRow(calls=5), "agent": UsageRow(calls=8), "judge": UsageRow(calls=3)},
+                    usage={"extraction": Usage(calls=5), "agent": Usage(calls=8), "judge": Usage(calls=3)},
                     graph={"conv17": {"chunks": 3}})
     results = tmp_path / "results"
     write_record(results / OLD_ID, old, [])
@@ -107,7 +109,7 @@ def test_rejudge_without_an_endpoint_or_record_exits_2(old_results, capsys, monk
 
 def test_a_multi_system_record_is_rejudged_system_by_system(tmp_path, beam_data_dir, monkeypatch, model_server):
     """The rejudged record kept no `systems`, so its means pooled every system's questions."""
-    from pytest_beam.results.systems import system_stats
+    from pytest_beam.results.system_stats import system_stats
 
     for name in ("BEAM_RESULTS", "BEAM_BASE_URL", "BEAM_CACHE", "BEAM_JUDGE_RUNS", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -129,3 +131,20 @@ def test_a_multi_system_record_is_rejudged_system_by_system(tmp_path, beam_data_
     assert list(new.systems) == ["graphrag", "bm25"]
     assert new.systems["graphrag"].overall.mean == 1.0 and new.systems["bm25"].overall.mean == 0.0
     assert new.overall.mean == 1.0 and new.overall.n == 1  # the first system's, as in the run's record
+
+
+def test_an_answer_the_system_did_not_give_is_scored_0_unjudged_as_in_the_run(tmp_path, beam_data_dir, monkeypatch,
+                                                                            model_server):
+    """rejudge used to send an agent failure's empty answer to the judge and then count it 0 (its own
+    literal of the no-answer flags); it is now the run's builder and the run's rule: no judge call."""
+    for name in ("BEAM_RESULTS", "BEAM_BASE_URL", "BEAM_CACHE", "BEAM_JUDGE_RUNS", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    questions = [QuestionRecord(id=IE, conversation_id="17", ability="information_extraction", answer="",
+                                score=0.0, outcome="failed", flags=["agent_failure"], scorer="default")]
+    old = RunRecord(run_id=OLD_ID, mode="lite", scorer="default", models={"agent": "m", "judge": "old-judge"},
+                    settings={"data": str(beam_data_dir)}, pass_score=0.5, questions=questions)
+    write_record(tmp_path / "results" / OLD_ID, old, [])
+    new = run_rejudge(tmp_path / "results", model_server)
+    assert model_server.request_count == 0
+    q = new.question(IE)
+    assert (q.score, q.judge_calls, q.flags, q.outcome, q.usage) == (0.0, 0, ["agent_failure"], "failed", {})

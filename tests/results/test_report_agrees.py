@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_beam.llm import Usage
 from pytest_beam.results.comparison_text import render_comparison
 from pytest_beam.results.html import render_html
-from pytest_beam.results.schema import ItemScore, UsageRow, all_calls
+from pytest_beam.results.question_record import all_calls
+from pytest_beam.scoring.scores import ItemScore
 from tests.results.dom import Node, parse
 from tests.results.factory import run_record
 from tests.results.test_html import A_ID, B_ID, chromium, needs_chromium, page_url, record_b
@@ -72,11 +74,10 @@ def test_no_changed_heading_when_nothing_changed(tmp_path):
 
 @needs_chromium
 def test_a_replayed_question_shows_the_same_calls_in_its_panel_and_the_table(tmp_path):
-    replayed = {"agent": UsageRow(replayed_calls=2, cached_tokens=3780),
-                "judge": UsageRow(replayed_calls=1, cached_tokens=640)}
+    replayed = {"agent": Usage(replayed_calls=2, cached_tokens=3780),
+                "judge": Usage(replayed_calls=1, cached_tokens=640)}
     record = with_question(run_record(A_ID), IE0, usage=replayed)
     assert all_calls(replayed) == 3
-    assert all_calls({k: v.model_dump() for k, v in replayed.items()}) == 3  # as JUnit's dicts carry them
     root = dom(tmp_path, render_html(record), open=IE0)
     row = next(tr for tr in root.find("table", id="qtable").find("tbody").find_all("tr") if tr.attrs["data-id"] == IE0)
     assert row.find_all("td")[6].text == "3"
@@ -121,7 +122,7 @@ def test_an_unparsed_judge_reply_shows_the_reply(tmp_path):
 @needs_chromium
 def test_a_comparison_shows_both_runs_cost(tmp_path):
     a = run_record(A_ID)
-    b = record_b().model_copy(update={"usage": {"agent": UsageRow(calls=4, prompt_tokens=7000, completion_tokens=300)}})
+    b = record_b().model_copy(update={"usage": {"agent": Usage(calls=4, prompt_tokens=7000, completion_tokens=300)}})
     text = "\n".join(render_comparison(a, b))
     assert "model calls: A 33 (56,990 tokens), B 4 (7,300 tokens)" in text
     root = dom(tmp_path, render_html(b, a))
@@ -157,7 +158,7 @@ def test_the_page_shows_intervals_and_marks_distinguishable_deltas(tmp_path):
 
 
 def test_all_calls_counts_live_cached_and_replayed():
-    assert all_calls({"agent": {"calls": 1, "cached_calls": 2, "replayed_calls": 3}, "judge": {}}) == 6
+    assert all_calls({"agent": Usage(calls=1, cached_calls=2, replayed_calls=3), "judge": Usage()}) == 6
     assert all_calls({}) == 0
 
 
@@ -186,7 +187,7 @@ def test_the_chart_draws_each_interval_as_a_whisker(tmp_path):
 def test_the_charts_labels_fit_inside_the_chart(tmp_path):
     """At 1280 px the right-hand labels ('0.800 [0.675, 0.925] n=40 · excl. known-bad 0.784 (n=37)')
     ran past the chart's edge and were cut off."""
-    from pytest_beam.results.schema import MeanInterval
+    from pytest_beam.results.stats import MeanInterval
 
     record = run_record(A_ID)
     longest = {name: s.model_copy(update={"mean": 0.8, "n": 400,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_beam.cli import main
-from pytest_beam.results.store import write_record
+from pytest_beam.results.record_files import write_record
 from pytest_beam.results.summary import JUDGE_IS_AGENT_WARNING, render_comparison, render_summary
 from tests.results.factory import run_record
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_beam.results.snapshots import AnswerSnapshotExtension, snapshot_path
+from pytest_beam.session.answer_snapshots import AnswerSnapshotExtension, snapshot_path
 
 TEST_FILE = '''
 import pytest
-from pytest_beam.results.snapshots import AnswerSnapshotExtension
+from pytest_beam.session.answer_snapshots import AnswerSnapshotExtension
 
 ANSWER = "Your sister's dog is called Biscuit.\\nCafé at 9 — “quoted”."
 

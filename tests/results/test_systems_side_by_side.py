@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pytest_beam.llm import Usage
+from pytest_beam.results.build import with_aggregates
 from pytest_beam.results.html import render_html
-from pytest_beam.results.schema import QuestionRecord, RunRecord, UsageRow
+from pytest_beam.results.question_record import QuestionRecord
+from pytest_beam.results.schema import IngestEntry, RunRecord
 from pytest_beam.results.summary import render_summary
-from pytest_beam.results.systems import system_stats
+from pytest_beam.results.system_stats import system_stats
 from pytest_beam.results.systems_text import side_by_side_rows
 from tests.results.factory import run_record
 
@@ -25,18 +28,19 @@ def _questions() -> list[QuestionRecord]:
                 id=f"conv1:{ability}:{index}", conversation_id="1", ability=ability, index=index, score=score,
                 outcome="passed" if score >= 0.5 else "failed", system=system, evidence_recall=score,
                 context_tokens=ctx if system != "graphrag" else None,
-                usage={"agent": UsageRow(calls=1, prompt_tokens=ctx, completion_tokens=10),
-                       "judge": UsageRow(calls=2, prompt_tokens=50, completion_tokens=5)}))
+                usage={"agent": Usage(calls=1, prompt_tokens=ctx, completion_tokens=10),
+                       "judge": Usage(calls=2, prompt_tokens=50, completion_tokens=5)}))
     return out
 
 
 def _record() -> RunRecord:
     questions = _questions()
     systems = system_stats(questions, list(SCORES), {"gold-evidence"},
-                           {"graphrag/1": {"usage": {"extraction": {"calls": 7, "prompt_tokens": 900,
-                                                                    "completion_tokens": 100}}},
-                            "bm25/1": {"usage": {}}, "gold-evidence/1": {"usage": {}}})
-    return RunRecord(run_id="r1", mode="lite", system="graphrag", questions=questions, systems=systems)
+                           {"graphrag/1": IngestEntry(usage={"extraction": Usage(calls=7, prompt_tokens=900,
+                                                                                 completion_tokens=100)}),
+                            "bm25/1": IngestEntry(), "gold-evidence/1": IngestEntry()})
+    return with_aggregates(RunRecord(run_id="r1", mode="lite", system="graphrag", questions=questions,
+                                     systems=systems))
 
 
 def test_each_system_gets_its_own_cells_and_the_ingest_it_paid_for():
@@ -99,7 +103,7 @@ def test_report_a_b_compares_the_first_systems_not_a_mix_of_systems():
     a = _record()
     better = [q.model_copy(update={"score": 1.0, "outcome": "passed"}) if q.system == "graphrag" else q
               for q in a.questions]
-    b = a.model_copy(update={"questions": better}).recompute()
+    b = with_aggregates(a.model_copy(update={"questions": better}))
     comparison = compare(a, b)
     overall = comparison.rows[-1]
     assert (overall.n_a, overall.n_b) == (3, 3)

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_beam.data.records import ProbingQuestion
 from pytest_beam.results.aggregate import judge_agreement
-from pytest_beam.results.schema import QuestionRecord
+from pytest_beam.results.question_record import QuestionRecord
 from pytest_beam.scoring import score_question
 from pytest_beam.scoring.repeats import judge_repeatedly
 from tests.scoring.scripted import question as scripted_question

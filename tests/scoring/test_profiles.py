@@ -8,7 +8,8 @@ import pytest
 
 from pytest_beam.scoring import score_question
 from pytest_beam.scoring.omnimemeval import event_positions, omnimemeval_event_score, snap_item_score
-from pytest_beam.scoring.profiles import PROFILE_NAMES, PROFILES, get_profile
+from pytest_beam.scoring.profile_names import PROFILE_TABLE
+from pytest_beam.scoring.profiles import PROFILE_NAMES, get_profile
 from pytest_beam.settings import OPTION_BY_NAME
 
 from .scripted import judge_json, letter_judge, line_for, question, replies
@@ -17,13 +18,13 @@ QUESTION = "Which tools did I pick for the build?"
 
 
 def test_profiles_are_the_scorer_choices():
-    """One list of names (scoring/names.py): the registry holds one profile object per name, and the
+    """One list of names (scoring/profile_names.py): the registry holds one profile object per name, and the
     --beam-scorer choices are that list itself, not a copy kept equal by hand."""
     assert PROFILE_NAMES == ("default", "upstream", "omnimemeval")
     assert OPTION_BY_NAME["scorer"].choices is PROFILE_NAMES
-    assert list(PROFILES) == list(PROFILE_NAMES) and all(PROFILES[n].name == n for n in PROFILE_NAMES)
+    assert list(PROFILE_TABLE) == list(PROFILE_NAMES) and all(get_profile(n).name == n for n in PROFILE_NAMES)
     assert get_profile("omnimemeval").half_credit == "snapped to 0, 0.5 or 1"
-    assert get_profile(PROFILES["upstream"]) is PROFILES["upstream"]
+    assert get_profile(get_profile("upstream")) is get_profile("upstream")
     with pytest.raises(ValueError, match=r"unknown scoring profile 'nope'.*default, upstream, omnimemeval"):
         get_profile("nope")
 

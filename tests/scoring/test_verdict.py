@@ -19,11 +19,13 @@ def test_a_score_passes_at_or_above_the_pass_score(score: float, pass_score: flo
 
 
 def test_rejudge_and_the_run_share_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
-    """rejudge's outcome follows ``passes``: a different rule there would show here."""
-    from pytest_beam import scoring
-    from pytest_beam.results import rejudge
+    """The run's records and rejudge's are built by one builder whose outcome follows ``passes``: a
+    different rule there would show here."""
+    from pytest_beam.results import question_record
+    from pytest_beam.results.question_record import expected_outcome
 
-    assert [rejudge._outcome(s, known_bad, 0.5) for s, known_bad in
-            ((0.5, False), (0.25, False), (0.5, True), (0.25, True))] == ["passed", "failed", "xpassed", "xfailed"]
-    monkeypatch.setattr(scoring, "passes", lambda score, pass_score: False)
-    assert rejudge._outcome(1.0, False, 0.5) == "failed"
+    assert [expected_outcome(s, known_bad, 0.5) for s, known_bad in
+            ((0.5, False), (0.25, False), (0.5, True), (0.25, True), (None, False))] == [
+        "passed", "failed", "xpassed", "xfailed", "failed"]
+    monkeypatch.setattr(question_record, "passes", lambda score, pass_score: False)
+    assert expected_outcome(1.0, False, 0.5) == "failed"

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from pytest_beam.data.sets import load_set
-from pytest_beam.memory.estimate import ASSUMPTIONS
-from pytest_beam.session.estimate import estimate_systems, format_estimate, over_cap
-from pytest_beam.settings import resolve
+from pytest_beam.memory.graphrag_estimate import ASSUMPTIONS
+from pytest_beam.session.dry_run import estimate_systems, format_estimate, over_cap
+from pytest_beam.setting_sources import resolve
 
 
 def settings(**flags):

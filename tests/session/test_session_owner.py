@@ -22,8 +22,8 @@ def pytest_configure(config):
 def pytest_collection_finish(session):
     beam = get_session(session.config)
     parts = {name: type(getattr(beam, name)).__name__ for name in
-             ("plan", "endpoint", "terminate", "say", "models", "collector", "graphs", "conversations", "questions")}
-    shared = [beam.models.settings, beam.collector.settings, beam.graphs.settings, beam.conversations.settings,
+             ("plan", "endpoint", "terminate", "say", "models", "results", "graphs", "conversations", "questions")}
+    shared = [beam.models.settings, beam.results.settings, beam.graphs.settings, beam.conversations.settings,
               beam.questions.settings]
     json.dump({**SEEN, "session": type(beam).__name__, "plan": isinstance(beam.plan, RunPlan), "parts": parts,
                "settings_shared": all(s is beam.settings for s in shared),
@@ -42,7 +42,7 @@ def test_the_session_is_complete_at_session_start_and_starts_nothing(pytester, b
     seen = json.loads((pytester.path / "owner.json").read_text())
     assert seen["at_configure"] and seen["session"] == "BeamSession" and seen["plan"]
     assert seen["parts"] == {"plan": "RunPlan", "endpoint": "RunEndpoint", "terminate": "TerminateAsInterrupt",
-                             "say": "ProgressLines", "models": "ModelSide", "collector": "RunCollector",
+                             "say": "ProgressLines", "models": "ModelSide", "results": "RunResults",
                              "graphs": "GraphServices", "conversations": "Conversations", "questions": "QuestionStep"}
     assert seen["settings_shared"] and seen["systems"] == ["graphrag", "bm25"] and seen["questions"] == 2
     assert seen["heavy"] == [] and seen["run_dir"] is False  # no model client, no driver, no run folder
@@ -51,7 +51,8 @@ def test_the_session_is_complete_at_session_start_and_starts_nothing(pytester, b
 def test_the_run_settings_are_frozen_and_the_session_never_replaces_them():
     from dataclasses import FrozenInstanceError
 
-    from pytest_beam.session.state import BeamSession, RunPlan
+    from pytest_beam.session.plan import RunPlan
+    from pytest_beam.session.state import BeamSession
 
     for cls in (RunPlan, BeamSession):
         assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]

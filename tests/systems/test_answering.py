@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from pytest_beam.data.records import Document, Message, SystemQuestion
+from pytest_beam.system import FLAG_AGENT_FAILURE
 from pytest_beam.systems.answering import (
-    FLAG_NO_ANSWER,
     ChatMessage,
     answer_from_messages,
     chat_messages,
@@ -44,7 +44,8 @@ def test_an_empty_reply_is_no_answer(models, model_server):
 
     _, user, shown = sent_prompt(model_server)
     assert shown == [0, 2] and user == QUESTION.question
-    assert answer.text == "" and answer.flags == [FLAG_NO_ANSWER] and answer.retrieved_message_ids == {0, 2}
+    assert answer.text == "" and answer.flags == [FLAG_AGENT_FAILURE] and answer.gave_no_answer
+    assert answer.retrieved_message_ids == {0, 2}
     assert [s["type"] for s in answer.trace] == ["note", "model"] and answer.steps == 1
 
 

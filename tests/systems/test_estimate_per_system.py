@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_beam.session.estimate import estimate_systems, format_systems, total_of
-from pytest_beam.settings import resolve
+from pytest_beam.session.dry_run import estimate_systems, format_systems, total_of
+from pytest_beam.setting_sources import resolve
 from pytest_beam.systems.answering import build_prompt, chat_messages, fit_to_budget, prompt_tokens
 
 

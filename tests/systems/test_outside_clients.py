@@ -50,7 +50,7 @@ def test_a_library_call_queued_behind_others_is_not_given_up(model_server, optio
         library = openai.OpenAI(base_url=relay.base_url("graphiti", "extraction"), api_key="unused")
         got = _three_at_once(library.with_options(**options))
         deadline = time.monotonic() + 10  # an abandoned call still finishes in the harness
-        while client.meter.to_dict()["graphiti extraction"]["calls"] < 3 and time.monotonic() < deadline:
+        while client.meter.snapshot()["graphiti extraction"].calls < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         relay.close()
@@ -59,7 +59,7 @@ def test_a_library_call_queued_behind_others_is_not_given_up(model_server, optio
         assert "APITimeoutError" in got
     else:
         assert got == ["ok", "ok", "ok"]
-    assert model_server.request_count == 3 and client.meter.to_dict()["graphiti extraction"]["calls"] == 3
+    assert model_server.request_count == 3 and client.meter.snapshot()["graphiti extraction"].calls == 3
 
 
 def test_mem0_s_clients_wait_as_long_as_the_harness_and_never_retry(make_context, models):

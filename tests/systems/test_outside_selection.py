@@ -7,13 +7,16 @@ import sys
 
 import pytest
 
-from pytest_beam.session.selection import select_systems
-from pytest_beam.systems import OUTSIDE_SYSTEMS, OWN_ENV_SYSTEMS, builtin_names, missing_extra, system_class
+from pytest_beam.session.system_choice import select_systems
+from pytest_beam.system_registry import OUTSIDE_SYSTEMS, OWN_ENV_SYSTEMS, builtin_names
+from pytest_beam.systems import missing_extra, system_class
 
 
 def test_issue_44_s_collection_lists_twelve_items(pytester, beam_data_dir):
-    result = pytester.runpytest("--co", "-q", "-p", "no:randomly", "-m", "lite", f"--beam-data={beam_data_dir}",
-                                "--beam-system=graphrag,hindsight,cognee,lightrag,neo4j-graphrag,langmem")
+    # in a process of its own: a session imports numpy, which this one may not load a second time
+    result = pytester.runpytest_subprocess("--co", "-q", "-p", "no:randomly", "-m", "lite",
+                                           f"--beam-data={beam_data_dir}",
+                                           "--beam-system=graphrag,hindsight,cognee,lightrag,neo4j-graphrag,langmem")
     ids = [line.strip() for line in result.outlines if line.startswith("beam::")]
     assert ids == [f"beam::test_question[{s}-conv17:{q}:0]" for s in ("graphrag", *LEADERS)
                    for q in ("information_extraction", "multi_session_reasoning")]

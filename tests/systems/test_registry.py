@@ -9,8 +9,8 @@ import pytest
 
 from pytest_beam.memory.graphrag import GraphRAGSystem
 from pytest_beam.system import MemorySystem
+from pytest_beam.system_registry import MEASUREMENT_AIDS
 from pytest_beam.systems import (
-    MEASUREMENT_AIDS,
     UnknownSystem,
     make_system,
     parse_system_list,

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pytest_beam.session.scheduling import conversation_of
-from pytest_beam.session.selection import bare_ids, param_id, select_systems, split_param_id
+from pytest_beam.session.system_choice import bare_ids, param_id, select_systems, split_param_id
 from pytest_beam.systems import UnknownSystem
 
 FIVE = ["graphrag", "long-context", "bm25", "dense", "gold-evidence"]
@@ -90,6 +90,6 @@ def test_each_system_runs_a_conversation_in_one_stretch(tmp_path, beam_data_dir)
     ("tests/test_mine.py::test_param[a-b]", None),
 ])
 def test_a_question_s_junit_class_is_its_ability_and_system(nodeid, classname):
-    from pytest_beam.session.selection import junit_classname
+    from pytest_beam.session.system_choice import junit_classname
 
     assert junit_classname(nodeid) == classname

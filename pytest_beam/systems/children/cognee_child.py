@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .protocol import serve
+from .protocol import Message, serve
 
 DATASET = "beam"
-state: dict[str, Any] = {}
+state: Message = {}
 
 
 def _no_retry_time_floor() -> None:
@@ -28,7 +28,7 @@ def _no_retry_time_floor() -> None:
     retry_config.llm_retry_stop_condition = tenacity.stop_after_attempt(retry_config.LLM_MIN_RETRY_ATTEMPTS)
 
 
-async def start(request: dict[str, Any]) -> dict[str, Any]:
+async def start(request: Message) -> Message:
     config = request["config"]
     for key, value in config["env"].items():
         os.environ[key] = str(value)
@@ -46,7 +46,7 @@ async def start(request: dict[str, Any]) -> dict[str, Any]:
 UNUSABLE = ("ValidationError", "InstructorRetryException", "JSONDecodeError")
 
 
-async def add(request: dict[str, Any]) -> dict[str, Any]:
+async def add(request: Message) -> Message:
     """Add one session and cognify it. A cognify that Cognee gave up on because of what the model wrote
     (its schema retries ran out) is reported as lost, not raised: the session's graph and summaries
     are missing, and the run goes on, as the built-in system goes on past a chunk it could not read."""
@@ -80,7 +80,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-async def search(request: dict[str, Any]) -> dict[str, Any]:
+async def search(request: Message) -> Message:
     cognee = state["cognee"]
     from cognee import SearchType
 
@@ -95,7 +95,7 @@ async def search(request: dict[str, Any]) -> dict[str, Any]:
     return {"results": _plain(found)}
 
 
-async def close(request: dict[str, Any]) -> dict[str, Any]:
+async def close(request: Message) -> Message:
     state.clear()
     return {}
 

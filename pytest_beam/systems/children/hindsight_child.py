@@ -13,13 +13,13 @@ import datetime as dt
 import os
 from typing import Any
 
-from .protocol import Unusable, serve
+from .protocol import Message, Unusable, serve
 
 BANK = "beam"
-state: dict[str, Any] = {}
+state: Message = {}
 
 
-async def start(request: dict[str, Any]) -> dict[str, Any]:
+async def start(request: Message) -> Message:
     config = request["config"]
     for key, value in config["env"].items():
         os.environ[key] = str(value)
@@ -44,7 +44,7 @@ def _context() -> Any:
     return RequestContext()
 
 
-async def retain(request: dict[str, Any]) -> dict[str, Any]:
+async def retain(request: Message) -> Message:
     """Retain one session. Hindsight fails the whole retain when a chunk's extraction fails (nothing of
     the session is committed): that is reported as unusable, and the run goes on."""
     engine = state["engine"]
@@ -59,7 +59,7 @@ async def retain(request: dict[str, Any]) -> dict[str, Any]:
     return {"memories": len(ids or [])}
 
 
-async def recall(request: dict[str, Any]) -> dict[str, Any]:
+async def recall(request: Message) -> Message:
     from hindsight_api.engine.memory_engine import Budget
 
     engine = state["engine"]
@@ -76,7 +76,7 @@ async def recall(request: dict[str, Any]) -> dict[str, Any]:
     return {"facts": facts}
 
 
-async def close(request: dict[str, Any]) -> dict[str, Any]:
+async def close(request: Message) -> Message:
     engine = state.pop("engine", None)
     if engine is not None:
         await engine.close()

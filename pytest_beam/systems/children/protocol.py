@@ -15,9 +15,12 @@ import os
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeAlias
 
-Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+# One request or reply of the protocol as JSON gives it: its fields are each op's own (open by nature:
+# the ops differ, and each system's child defines its own).
+Message: TypeAlias = dict[str, Any]
+Handler = Callable[[Message], Awaitable[Any]]
 
 
 class Unusable(Exception):
@@ -44,7 +47,7 @@ def serve(handlers: dict[str, Handler]) -> int:
             try:
                 handler = handlers[op]
                 result = loop.run_until_complete(handler(request))
-                reply: dict[str, Any] = {"ok": True, "result": result}
+                reply: Message = {"ok": True, "result": result}
             except Unusable as exc:
                 reply = {"ok": False, "kind": "unusable", "error": str(exc)}
             except Exception as exc:  # noqa: BLE001 -- sent to the parent, which raises it as its own error

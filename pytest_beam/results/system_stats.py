@@ -9,13 +9,14 @@ aid, kept in the tables with that mark and never ranked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .aggregate import interval_of
 from .stats import SystemCell, SystemStats
 
 if TYPE_CHECKING:
-    from .schema import QuestionRecord
+    from .question_record import QuestionRecord
+    from .schema import IngestEntry
 
 CEILING = "gold-evidence"
 AID_MARK = "measurement aid"
@@ -40,7 +41,7 @@ def _cell(questions: Sequence[QuestionRecord]) -> SystemCell:
 
 
 def system_stats(questions: Iterable[QuestionRecord], order: Sequence[str], aids: Iterable[str],
-                 ingest: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, SystemStats]:
+                 ingest: Mapping[str, IngestEntry] | None = None) -> dict[str, SystemStats]:
     """{system: stats} in `order`; `ingest` is the record's per-run ingest keyed `system/conversation`."""
     by_system: dict[str, list[QuestionRecord]] = {name: [] for name in order}
     for q in questions:
@@ -54,9 +55,9 @@ def system_stats(questions: Iterable[QuestionRecord], order: Sequence[str], aids
         calls = tokens = 0
         for key, info in (ingest or {}).items():
             if key.split("/", 1)[0] == name or (len(by_system) == 1 and "/" not in key):
-                for row in (info.get("usage") or {}).values():
-                    calls += sum(int(row.get(k, 0)) for k in ("calls", "cached_calls", "replayed_calls"))
-                    tokens += sum(int(row.get(k, 0)) for k in ("prompt_tokens", "completion_tokens", "cached_tokens"))
+                for row in info.usage.values():
+                    calls += row.all_calls
+                    tokens += row.tokens + row.cached_tokens  # a replayed call's as recorded
         out[name] = SystemStats(measurement_aid=name in aids,
                                 abilities={a: _cell(by_ability[a]) for a in sorted(by_ability)},
                                 overall=_cell(qs), ingest_calls=calls, ingest_tokens=tokens)

@@ -5,7 +5,7 @@ real documents), the real extraction prompt and schema, the agent's system promp
 schemas, every selected question. What cannot be known before the model speaks — how many
 agent steps it takes, how long it answers, how many entity pairs are ambiguous — is an
 assumption, named in ASSUMPTIONS and printed with the estimate. The judge's calls are the
-harness's to add (`session/estimate.py`).
+harness's to add (`session/dry_run.py`).
 """
 
 from __future__ import annotations

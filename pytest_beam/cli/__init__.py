@@ -4,11 +4,45 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from .scoring.judge_bars import DEFAULT_BAR, DEFAULT_FAIL_BAR, RIGHT_ANSWERS_FAILED
+from ..settings import OPTION_BY_NAME, flag_arguments
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "CHECK_OPTIONS", "REJUDGE_OPTIONS"]
+
+# Each command's `--beam-*` options: the settings' own, offered as pytest offers them (their help is
+# settings.OPTIONS'), with what the command does when one is not given, where that is not the option's default.
+REJUDGE_OPTIONS: Mapping[str, str | None] = {
+    "judge_model": "here: the record's judge unless given",
+    "scorer": "here: the record's profile unless given",
+    "judge_runs": None,
+    "base_url": None,
+    "data": "here: BEAM_DATA, else the data the run read",
+    "cache": None,
+}
+CHECK_OPTIONS: Mapping[str, str | None] = {
+    "mode": None,
+    "conversations": None,
+    "data": None,
+    "judge_model": "here: BEAM_JUDGE_MODEL, else BEAM_MODEL; with neither and no endpoint, the embedded model",
+    "base_url": "here: with none, the embedded model judges",
+    "scorer": None,
+    "judge_runs": "here: a case passes when most runs pass it",
+    "judge_bar": None,
+    "judge_fail_bar": None,
+    "cache": None,
+}
+
+
+def add_setting_options(parser: argparse.ArgumentParser, options: Mapping[str, str | None]) -> None:
+    """The settings' options a command takes, each under its flag, with its help and default from the table."""
+    for name, note in options.items():
+        option = OPTION_BY_NAME[name]
+        kwargs = flag_arguments(option)
+        said = note or (f"default {option.default}" if option.default is not None else None)
+        kwargs["help"] += f" ({said})" if said else ""
+        parser.add_argument(option.flag_name, dest=name, default=None, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,8 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     rejudge.add_argument("run", metavar="RUN", help="a record.json, a run directory, or a run id in --results")
     rejudge.add_argument("--results", metavar="DIR", default=None,
                          help="results folder (default: $BEAM_RESULTS or .beam/results); the new record goes here")
-    for name, meta, helptext in _REJUDGE_FLAGS:
-        rejudge.add_argument("--beam-" + name.replace("_", "-"), dest=name, metavar=meta, default=None, help=helptext)
+    add_setting_options(rejudge, REJUDGE_OPTIONS)
     install = sub.add_parser(
         "install-system",
         help="make the environment of an outside system that cannot share pytest-beam's (hindsight, cognee)",
@@ -83,46 +116,67 @@ def build_parser() -> argparse.ArgumentParser:
                        help="results folder for the record (default: $BEAM_RESULTS or .beam/results)")
     check.add_argument("--sample", metavar="N", type=int, default=None,
                        help="judge at most N cases, every kind represented (default: every case)")
-    for name, meta, helptext in _CHECK_FLAGS:
-        check.add_argument("--beam-" + name.replace("_", "-"), dest=name, metavar=meta, default=None, help=helptext)
+    add_setting_options(check, CHECK_OPTIONS)
+    merge = sub.add_parser(
+        "merge",
+        help="join the records of a run's shards (--beam-shard=K/N) into one record",
+        description=(
+            "Join the records of one run's shards into one record, as if one machine had run it: every "
+            "question once, usage added up, the means and their intervals over all the conversations. "
+            "Refuses records that are not shards of one run (commit, data revision, scoring profile, question "
+            "selection, or a setting that shapes requests or scores differs), naming the difference; names the "
+            "questions no record holds (a shard absent). A question that errored in one record and has a verdict "
+            "in a later one (the shard run again with --lf) is taken from the later."
+        ),
+    )
+    merge.add_argument("runs", nargs="+", metavar="RUN",
+                       help="a shard's record.json or run directory (or a run id in --results)")
+    merge.add_argument("--results", metavar="DIR", default=None,
+                       help="where run ids are looked up (default: $BEAM_RESULTS or .beam/results)")
+    merge.add_argument("--out", metavar="DIR", default=None,
+                       help="results folder the merged record goes into (default: --results)")
+    merge.add_argument("--html", action="store_true", help="also write the merged record's HTML page")
     return parser
 
 
-_REJUDGE_FLAGS = (
-    ("judge_model", "M", "the judge model (default: the record's judge)"),
-    ("scorer", "P", "the scoring profile: default, upstream or omnimemeval (default: the record's)"),
-    ("judge_runs", "N", "judge every rubric item and event-ordering alignment N times (default 1)"),
-    ("base_url", "URL", "OpenAI-compatible endpoint (default: BEAM_BASE_URL)"),
-    ("data", "DIR", "BEAM data directory (default: BEAM_DATA, else the one the run read)"),
-    ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),
-)
+def _merge(args: argparse.Namespace) -> int:
+    from ..results.merge import MergeError, merge_records, write_merged
+    from ..results.record_files import RecordNotFound, read_record
+    from ..results.report import default_results_dir, find_record
+    from ..results.summary import render_summary
+    from ..run_id import new_run_id
 
-
-_CHECK_FLAGS = (
-    ("mode", "M", "question set: lite, full or complete (default: BEAM_MODE, else lite)"),
-    ("conversations", "IDS", "only these conversations of the full or complete set, e.g. 1,4,17"),
-    ("data", "DIR", "BEAM data directory (default: BEAM_DATA, else Hugging Face)"),
-    ("judge_model", "M", "the judge model (default: BEAM_JUDGE_MODEL, else BEAM_MODEL; none: the embedded model)"),
-    ("base_url", "URL", "OpenAI-compatible endpoint (default: BEAM_BASE_URL; none: the embedded model)"),
-    ("scorer", "P", "the scoring profile: default, upstream or omnimemeval"),
-    ("judge_runs", "N", "judge every case N times; a case passes when most runs pass it"),
-    ("judge_bar", "K", f"the Cohen's kappa under which the judge is reported below the bar (default {DEFAULT_BAR})"),
-    ("judge_fail_bar", "F", f"the share of {RIGHT_ANSWERS_FAILED} above which the judge is reported below the "
-                            f"bar (default {DEFAULT_FAIL_BAR})"),
-    ("cache", "DIR", "response cache directory, or 'off' (default: .beam/cache)"),
-)
+    results = args.results or default_results_dir()
+    try:
+        paths = [find_record(run, results) for run in args.runs]
+        merged = merge_records([(str(path.parent), read_record(path)) for path in paths], new_run_id())
+    except (RecordNotFound, MergeError, ValueError) as exc:
+        print(f"pytest-beam merge: {exc}", file=sys.stderr)
+        return 2
+    for line in render_summary(merged.record):
+        print(line)
+    for note in merged.notes:
+        print(f"merge: {note}")
+    if merged.missing:
+        shown = ", ".join(merged.missing[:20]) + (f" and {len(merged.missing) - 20} more" if len(merged.missing) > 20
+                                                  else "")
+        print(f"merge: {len(merged.missing)} of the run's questions are in no record: {shown}")
+    path = write_merged(merged, Path(args.out or results), [p.parent for p in paths], html=args.html)
+    print(f"record: {path}")
+    return 1 if merged.missing else 0
 
 
 def _judge_check(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from .data.errors import BeamDataError
-    from .results.judge_check_run import JudgeCheckError, run_judge_check_command
-    from .results.report import default_results_dir
-    from .settings import SettingsError, resolve
+    from ..data.data_error import BeamDataError
+    from ..results.report import default_results_dir
+    from ..setting_sources import resolve
+    from ..settings import SettingsError
+    from .judge_check_command import JudgeCheckError, run_judge_check_command
 
-    flags = {name: getattr(args, name) for name, _, _ in _CHECK_FLAGS}
+    flags = {name: getattr(args, name) for name in CHECK_OPTIONS}
     if args.sample is not None and args.sample < 1:
         print("pytest-beam judge-check: --sample must be 1 or more", file=sys.stderr)
         return 2
@@ -135,7 +189,7 @@ def _judge_check(args: argparse.Namespace) -> int:
     except (SettingsError, JudgeCheckError, BeamDataError, ValueError) as exc:
         print(f"pytest-beam judge-check: {exc}", file=sys.stderr)
         return 2
-    from .results.judge_check_text import render_judge_check
+    from ..results.calibration_table import render_judge_check
 
     assert record.judge_check is not None
     for line in render_judge_check(record.judge_check):
@@ -147,13 +201,14 @@ def _judge_check(args: argparse.Namespace) -> int:
 def _rejudge(args: argparse.Namespace) -> int:
     import os
 
-    from .results.rejudge import RejudgeError, rejudge
-    from .results.report import default_results_dir, find_record
-    from .results.store import RecordNotFound
-    from .settings import SettingsError, resolve
+    from ..results.record_files import RecordNotFound
+    from ..results.report import default_results_dir, find_record
+    from ..setting_sources import resolve
+    from ..settings import SettingsError
+    from .rejudge import RejudgeError, rejudge
 
     results = args.results or default_results_dir()
-    flags = {name: getattr(args, name) for name, _, _ in _REJUDGE_FLAGS}
+    flags = {name: getattr(args, name) for name in REJUDGE_OPTIONS}
     try:
         settings = resolve(lambda name: flags.get(name), lambda name: None, dict(os.environ))
         path, record = rejudge(find_record(args.run, results), settings,
@@ -163,7 +218,7 @@ def _rejudge(args: argparse.Namespace) -> int:
     except (RecordNotFound, SettingsError, RejudgeError, ValueError) as exc:
         print(f"pytest-beam rejudge: {exc}", file=sys.stderr)
         return 2
-    from .results.summary import render_summary
+    from ..results.summary import render_summary
 
     for line in render_summary(record):
         print(line)
@@ -175,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     if args.command == "report":
-        from .results.report import run_report
+        from ..results.report import run_report
 
         if len(args.records) > 2:
             parser.exit(2, f"pytest-beam report: give at most two records (got {len(args.records)})\n")
@@ -185,13 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _rejudge(args)
     if args.command == "judge-check":
         return _judge_check(args)
+    if args.command == "merge":
+        return _merge(args)
     if args.command == "install-system":
-        from .systems.own_env import main as own_env_main
+        from ..systems.own_env import main as own_env_main
 
         return own_env_main(["install", *args.names])
     parser.print_help(sys.stderr)
     return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -26,21 +26,20 @@ import math
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 from pydantic import BaseModel
 
 from ..files import atomic_write
 from ..redaction import scrub_settings
-from .schema import (
-    LATEST_FILE,
-    NOTICE_FILE,
-    RECORD_FILE,
-    RECORD_FILE_CONTEXT,
-    TRACE_FILE,
-    RecordedStep,
-    RunRecord,
-)
+from .question_record import RecordedStep
+from .record_base import RECORD_FILE_CONTEXT
+from .schema import LATEST_FILE, NOTICE_FILE, RECORD_FILE, TRACE_FILE, RunRecord
+
+#: A line of a trace file: one event as a process of the run wrote it (a model call, an agent's
+#: steps, a note). Open by nature: each event has its own fields, and a file read back may come
+#: from another version; readers check the keys they use (:func:`normalize_step`).
+TraceLine: TypeAlias = dict[str, Any]
 
 __all__ = [
     "RecordNotFound", "Listed", "jsonable", "notice_text", "write_record", "read_record", "resolve_record_path",
@@ -83,7 +82,7 @@ def notice_text() -> str:
 
 
 def write_record(run_dir: str | os.PathLike[str], record: RunRecord,
-                 trace_lines: Iterable[dict[str, Any]] | None = None) -> Path:
+                 trace_lines: Iterable[TraceLine] | None = None) -> Path:
     """Write ``record.json`` and ``trace.jsonl.gz`` into ``run_dir`` (each atomically).
 
     Also writes the results folder's ``NOTICE`` (CC BY-SA attribution) and its ``latest`` pointer
@@ -172,7 +171,7 @@ def list_records(results_dir: str | os.PathLike[str]) -> list[Listed]:
     return out
 
 
-def iter_trace(run_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+def iter_trace(run_dir: str | os.PathLike[str]) -> Iterator[TraceLine]:
     path = Path(run_dir) / TRACE_FILE
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:

@@ -54,7 +54,8 @@ def select_systems(spec: str, custom: list[str]) -> list[str]:
 
     Raises `UnknownSystem` naming the known names (registered and declared) for a name that is neither.
     """
-    from ..systems import UnknownSystem, builtin_names, installed_names, parse_system_list, system_names
+    from ..system_registry import builtin_names
+    from ..systems import UnknownSystem, installed_names, parse_system_list, system_names
 
     known = [*system_names(), *(c for c in custom if c not in system_names())]
     own = [c for c in custom if c not in system_names()]
@@ -72,7 +73,7 @@ def select_systems(spec: str, custom: list[str]) -> list[str]:
 
 def bare_ids(systems: list[str]) -> bool:
     """The default selection alone keeps the historical bare question ids."""
-    from ..systems import DEFAULT_SYSTEM
+    from ..system_registry import DEFAULT_SYSTEM
 
     return systems == [DEFAULT_SYSTEM]
 

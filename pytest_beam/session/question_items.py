@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import suite
-from .state import BeamSession, RunPlan
+from .plan import RunPlan
+from .state import BeamSession
 
 if TYPE_CHECKING:
     from _pytest.mark.structures import ParameterSet  # what pytest.param returns; not exported
@@ -27,10 +28,10 @@ NO_MODEL_REASON = (
 def load_questions(plan: RunPlan) -> tuple[list[str], BenchmarkSet]:
     """The selected systems and the question set, at session start; a problem with either stops
     the run before any test (and before any model or Neo4j starts)."""
-    from ..data.errors import BeamDataError
+    from ..data.data_error import BeamDataError
     from ..data.sets import load_set
     from ..systems import UnknownSystem
-    from .selection import custom_names, select_systems
+    from .system_choice import custom_names, select_systems
 
     settings = plan.settings
     try:
@@ -70,7 +71,7 @@ def parametrize(session: BeamSession, metafunc: pytest.Metafunc) -> None:
 def question_params(session: BeamSession) -> list[ParameterSet]:
     """One parameter per (system, question), systems outermost in their selected order."""
     from ..data.sets import lite_spec
-    from .selection import SystemRun, bare_ids, param_id
+    from .system_choice import SystemRun, bare_ids, param_id
 
     lite_ids = set(lite_spec()["questions"])
     bare = bare_ids(session.systems)
@@ -91,6 +92,47 @@ def question_params(session: BeamSession) -> list[ParameterSet]:
             params.append(pytest.param(SystemRun(system, q.conversation_id, q.tier), q, id=param_id(system, q.id, bare),
                                        marks=marks))
     return params
+
+
+def keep_shard(session: BeamSession, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--beam-shard=K/N: the suite's items of the other shards' conversations are deselected, after
+    -k, -m and --lf chose (so every shard starts from the same selection), and what the shard is
+    goes to the run's results for the record: this shard's conversations, every shard's, and every
+    item of the whole run, which `pytest-beam merge` holds the shards' records against."""
+    spec = session.settings.shard
+    if not spec:
+        return
+    from ..data.ids import item_id_of_nodeid
+    from ..data.shards import assign, parse_shard
+    from ..memory.chunking import chunk_documents
+    from ..results.schema import ShardInfo
+
+    shard = parse_shard(spec)
+    documents = session.bench_set.documents
+    order = list(documents)
+    sizes = {c: len(chunk_documents(documents[c], session.settings.chunk_tokens)) for c in order}
+    assignment = assign(sizes, order, shard.count)
+    mine = set(assignment[shard.index - 1])
+    run_questions: list[tuple[int, str]] = []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        run = getattr(getattr(item, "callspec", None), "params", {}).get("beam_conversation")
+        index = _suite_index(item)
+        if index is None or run is None:
+            keep.append(item)
+            continue
+        item_id = item_id_of_nodeid(item.nodeid)
+        run_questions.append((index, str(item_id) if item_id is not None else item.nodeid))
+        (keep if run.conversation_id in mine else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    session.results.shard = ShardInfo(index=shard.index, count=shard.count,
+                                      conversations=list(assignment[shard.index - 1]),
+                                      assignment=[list(a) for a in assignment],
+                                      run_questions=[qid for _, qid in sorted(run_questions)])  # the run's order
+    session.results.persist()  # an xdist worker's part carries it to the controller
 
 
 def order_items(items: list[pytest.Item]) -> None:
@@ -122,7 +164,7 @@ def selected_questions(pytest_session: pytest.Session) -> list[ProbingQuestion]:
 def selected_pairs(pytest_session: pytest.Session) -> list[tuple[str, ProbingQuestion]]:
     """(system name, question) of every selected item, in item order."""
     from ..data.records import ProbingQuestion
-    from .selection import SystemRun
+    from .system_choice import SystemRun
 
     pairs: list[tuple[str, ProbingQuestion]] = []
     for item in pytest_session.items:
@@ -145,8 +187,8 @@ def check_estimate(session: BeamSession, pytest_session: pytest.Session, require
     pairs = selected_pairs(pytest_session)
     if not pairs or pytest_session.config.option.collectonly:
         return
-    from .estimate import estimate_systems, format_estimate, format_systems, over_cap, total_of
-    from .selection import bare_ids
+    from .dry_run import estimate_systems, format_estimate, format_systems, over_cap, total_of
+    from .system_choice import bare_ids
 
     settings = session.settings
     per_system = estimate_systems(session.bench_set, pairs, settings)

@@ -2,7 +2,7 @@
 
 Each system answers for its own calls (`MemorySystem.estimate`, through the registry's
 `estimate_of`): the built-in graphrag counts its extraction, resolution and agent calls
-(`memory/estimate.py`), a baseline one answering call per question (`systems/estimate.py`).
+(`memory/graphrag_estimate.py`), a baseline one answering call per question (`systems/answer_estimate.py`).
 An outside system (mem0, graphiti) or a conftest's cannot say: it is listed without an estimate
 and left out of the total. What the harness adds is the same whoever answered: the judge's
 calls, counted from BEAM's judge prompt and each question's rubric (with ``--beam-judge-runs N``
@@ -34,7 +34,8 @@ def estimate_systems(bench_set: BenchmarkSet, pairs: list[tuple[str, ProbingQues
                      settings: Settings) -> dict[str, Estimate | None]:
     """{system: its estimate with the judge's calls} in the selected order; None where the system
     cannot say. The run's judge check goes with the default system's estimate, where it always was."""
-    from ..systems import DEFAULT_SYSTEM, estimate_of
+    from ..system_registry import DEFAULT_SYSTEM
+    from ..systems import estimate_of
 
     by_system: dict[str, list[ProbingQuestion]] = {}
     for system, q in pairs:
@@ -86,7 +87,7 @@ def add_judge_check(estimate: Estimate, bench_set: BenchmarkSet, questions: list
     """The judge check's calls (``--beam-judge-check``), when it is on: one call per sampled case
     and judge run; a rubric case costs a judge prompt, an event pair a classifier prompt."""
     from ..scoring.calibration import build_cases, sample_cases
-    from .judge_check import sample_size
+    from .calibration_at_finish import sample_size
 
     size = sample_size(settings)
     if size is False:
@@ -178,7 +179,7 @@ def format_systems(estimates: dict[str, Estimate | None], settings: Settings) ->
         if est is not None:
             blocks.append("\n".join([f"[{system}]", est.summary, *table(est)]))
             continue
-        from ..systems import OUTSIDE_SYSTEMS
+        from ..system_registry import OUTSIDE_SYSTEMS
 
         if system in OUTSIDE_SYSTEMS:
             blocks.append(f"[{system}] an outside system: its library decides its calls (through the model relay, "

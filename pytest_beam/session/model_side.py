@@ -16,30 +16,38 @@ import pytest
 
 if TYPE_CHECKING:
     from ..llm import Meter, ModelClient
-    from ..llm.meter import Snapshot, UsageByRole
+    from ..llm.meter import Snapshot
     from ..llm.relay import ModelRelay
     from ..settings import Settings
-    from .state import RunPlan
-
-
-def usage_journal(run_dir: Path, process_name: str) -> Path:
-    """Where a process of the run journals its model calls (``llm.UsageJournal``); the controller
-    folds them all into the record's usage (``collector.RunCollector.finish``)."""
-    return run_dir / "parts" / f"{process_name}.usage.jsonl"
+    from .plan import RunPlan
 
 
 class TraceWriter:
-    """Appends every model call and agent step to this process's part of the run's trace."""
+    """Appends every model call and agent step to this process's part of the run's trace.
+
+    Each event carries where in the run it happened (phase, question or conversation, system): the
+    `context` of the work that runs alone (an outside system's library calls from the relay's
+    thread see it too), or a thread's own (`thread_context`) for a question answered beside others.
+    """
 
     def __init__(self, path: Path, secrets: tuple[str, ...]) -> None:
         self.path = path
         self.secrets = secrets
         self.context: dict[str, str] = {}  # where in the run: phase, question or conversation, system
+        self._thread = threading.local()
         self._lock = threading.Lock()
         self._ready = False  # the folder is made on the first event, not for a run that calls nothing
 
+    def set_context(self, context: dict[str, str], thread_only: bool) -> None:
+        """Where the next events happen: for this thread only, or for every thread without its own."""
+        if thread_only:
+            self._thread.context = context
+        else:
+            self.context = context
+
     def __call__(self, event: Mapping[str, object]) -> None:
-        line = json.dumps({**self.context, **event}, default=str, sort_keys=True)
+        context = getattr(self._thread, "context", None) or self.context
+        line = json.dumps({**context, **event}, default=str, sort_keys=True)
         for secret in self.secrets:
             line = line.replace(secret, "***")
         with self._lock:
@@ -88,22 +96,12 @@ class ModelSide:
         return self._client
 
     def _build_client(self) -> ModelClient:
-        from ..llm import (
-            Budget,
-            Cassette,
-            EndpointConfig,
-            FileBudget,
-            Meter,
-            ModelClient,
-            ResponseCache,
-            RoleModels,
-            UsageJournal,
-        )
+        from ..llm import Budget, Cassette, FileBudget, Meter, UsageJournal
+        from ..model_access import open_client
+        from .worker_parts import usage_journal
 
         s, plan = self.settings, self.plan
-        roles = s.role_models()
-        agent = roles["agent"]
-        if agent is None:  # unreachable: without a model collection skips every question
+        if s.role_models()["agent"] is None:  # unreachable: without a model collection skips every question
             raise RuntimeError("pytest-beam: no model is set (--beam-model), so there is no model client")
         budget: Budget | None = None
         if s.max_calls is not None or s.max_tokens is not None:
@@ -114,25 +112,16 @@ class ModelSide:
 
             cassette = Cassette(s.cassette_file(), mode=plan.record_mode, settings=recorded_settings(s),
                                 questions=question_set(s))
-        return ModelClient(
-            EndpointConfig(base_url=s.base_url, api_key=s.api_key, timeout_s=s.timeout,
-                           max_retries=s.max_retries, concurrency=s.concurrency, identity=s.endpoint_identity),
-            RoleModels(agent=agent, extraction=roles["extraction"],
-                       resolution=roles["resolution"], judge=roles["judge"]),
-            meter=Meter(journal=UsageJournal(usage_journal(plan.run_dir, plan.process_name))),
-            cache=ResponseCache(s.cache) if s.cache else None,
-            cassette=cassette,
-            budget=budget,
-            trace=self.trace,
-        )
+        journal = UsageJournal(usage_journal(plan.run_dir / "parts", plan.process_name))
+        return open_client(s, meter=Meter(journal=journal), cassette=cassette, budget=budget, trace=self.trace)
 
     @property
     def meter(self) -> Meter:
         return self.client.meter
 
-    def usage_since(self, before: Snapshot) -> UsageByRole:
+    def usage_since(self, before: Snapshot) -> Snapshot:
         """The calls made since `before` (a meter snapshot), by role, as the record keeps them."""
-        return {role: usage.to_dict() for role, usage in self.meter.since(before).items()}
+        return self.meter.since(before)
 
     @property
     def relay(self) -> ModelRelay:
@@ -141,10 +130,10 @@ class ModelSide:
         embedded model included); its embeddings come from the run's embedder (`--beam-embeddings`)."""
         if self._relay is None:
             from ..llm.relay import ModelRelay
-            from ..memory.embeddings import make_embedder
+            from ..memory.embeddings import Embedder, make_embedder
 
             spec = getattr(self.settings, "embeddings", None) or "local"
-            embedders: dict[str, Any] = {}
+            embedders: dict[str, Embedder] = {}
             lock = threading.Lock()
 
             def embed(system: str, texts: Any) -> list[list[float]]:
@@ -158,6 +147,12 @@ class ModelSide:
             relay = ModelRelay(self.client, embed, dimensions=probe.dimensions, embedding_model=probe.name)
             self._relay = relay.start()
         return self._relay
+
+    def halt(self) -> None:
+        """The run stops: no model request goes out of this process any more (a question answered
+        ahead in a thread would otherwise send one after its record was written)."""
+        if self._client is not None:
+            self._client.halt("the run has stopped")
 
     def relay_counts(self) -> dict[str, dict[str, int]]:
         """Requests this process's relay received, per system; nothing if it never started."""

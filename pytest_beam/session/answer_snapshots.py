@@ -19,7 +19,7 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
-from ..systems import DEFAULT_SYSTEM
+from ..system_registry import DEFAULT_SYSTEM
 
 if TYPE_CHECKING:
     from _pytest.python import CallSpec2  # the type of pytest.Function.callspec, not exported

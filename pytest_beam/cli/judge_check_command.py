@@ -11,13 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..results.provenance import scoring_stamp
+from ..results.schema import RunRecord
 from ..settings import Settings
-from .provenance import scoring_stamp
-from .schema import RunRecord, UsageRow
 
 if TYPE_CHECKING:
+    from ..llm import ModelClient
+    from ..llm.embedded import EmbeddedModel
     from ..llm.meter import Usage
 
 __all__ = ["JudgeCheckError", "progress_line", "run_judge_check_command"]
@@ -27,16 +29,17 @@ class JudgeCheckError(Exception):
     """The check cannot start; the message says what is missing."""
 
 
-def _client(settings: Settings, judge_model: str, say: Callable[[str], None]) -> tuple[Any, Any, Settings]:
+def _client(settings: Settings, judge_model: str,
+            say: Callable[[str], None]) -> tuple[ModelClient, EmbeddedModel | None, Settings]:
     """(client, embedded model or None, settings as used): the endpoint's judge, else the embedded model."""
     import dataclasses
 
-    from ..llm import EndpointConfig, Meter, ModelClient, ResponseCache, RoleModels
+    from ..llm import Meter
+    from ..model_access import EMBEDDED_DEFAULTS, judge_only, open_client
 
     embedded = None
     if not settings.base_url or judge_model == "local":
         from ..llm import embedded as embedded_model
-        from ..session.endpoint import EMBEDDED_DEFAULTS
 
         reason = embedded_model.unavailable_reason()
         if reason is not None:
@@ -51,14 +54,7 @@ def _client(settings: Settings, judge_model: str, say: Callable[[str], None]) ->
                                        judge_model=judge_model, endpoint_identity=embedded_model.CACHE_IDENTITY,
                                        concurrency=EMBEDDED_DEFAULTS["concurrency"],
                                        timeout=EMBEDDED_DEFAULTS["timeout"])
-    client = ModelClient(
-        EndpointConfig(base_url=settings.base_url, api_key=settings.api_key, timeout_s=settings.timeout,
-                       max_retries=settings.max_retries, concurrency=settings.concurrency,
-                       identity=settings.endpoint_identity),
-        RoleModels(agent=judge_model, judge=judge_model), meter=Meter(),
-        cache=ResponseCache(settings.cache) if settings.cache else None,
-    )
-    return client, embedded, settings
+    return open_client(settings, meter=Meter(), roles=judge_only(judge_model)), embedded, settings
 
 
 def progress_line(done: int, total: int, seconds: float, usage: Usage) -> str:
@@ -86,10 +82,10 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
     """Load the set of ``settings.mode``, judge its cases, write and return the record."""
     from .. import __version__
     from ..data.sets import load_set
+    from ..results.provenance import data_revision, git_info, lockfile_hash
+    from ..results.record_files import write_record
     from ..run_id import new_run_id
     from ..scoring.judge_check import run_judge_check
-    from .provenance import data_revision, git_info, lockfile_hash
-    from .store import write_record
 
     scoring_stamp(settings.scorer)  # an unknown profile fails here, before any data or model
     judge_model = judge_model or settings.judge_model or settings.model
@@ -115,9 +111,7 @@ def run_judge_check_command(settings: Settings, *, judge_model: str | None, samp
     finally:
         if embedded is not None:
             embedded.stop()
-    usage = UsageRow()
-    for row in client.meter.to_dict().values():
-        usage = usage + UsageRow.model_validate(row)
+    usage = client.meter.total()
     root = Path.cwd()
     commit, dirty = git_info(root)
     record = RunRecord(

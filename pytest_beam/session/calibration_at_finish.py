@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..llm.meter import UsageByRole
+    from ..data.sets import BenchmarkSet
+    from ..llm import ModelClient
+    from ..llm.meter import Snapshot
     from ..scoring.judge_check import JudgeCheck
     from ..settings import Settings
-    from .state import BeamSession
 
 DEFAULT_SAMPLE = 24  # cases of "on" and "auto": every kind, a few minutes on the embedded model
 
@@ -52,15 +53,16 @@ class SessionJudgeCheck:
     """What the check left for the record: the check and its usage, or the one-line reason it failed."""
 
     check: JudgeCheck | None = None
-    usage: UsageByRole | None = None
+    usage: Snapshot | None = None
     error: str | None = None
 
 
-def run_session_judge_check(session: BeamSession, question_ids: set[str],
-                            say: Callable[[str], None]) -> SessionJudgeCheck | None:
-    """The check on the calibration cases of ``question_ids`` (None when it is off or nothing ran)."""
-    size = sample_size(session.settings)
-    bench = session.bench_set
+def run_session_judge_check(settings: Settings, bench: BenchmarkSet, run_client: Callable[[], ModelClient],
+                            question_ids: set[str], say: Callable[[str], None]) -> SessionJudgeCheck | None:
+    """The check on the calibration cases of ``question_ids`` through the run's own client (its
+    endpoint, cache, cassette and spend cap; made only if the check runs), metered apart; None when
+    it is off or nothing ran."""
+    size = sample_size(settings)
     if size is False:
         return None
     questions = [q for q in bench.questions if q.id in question_ids]
@@ -69,8 +71,7 @@ def run_session_judge_check(session: BeamSession, question_ids: set[str],
     from ..llm import BudgetExceeded, CassetteMiss, Meter, ModelEndpointError
     from ..scoring.judge_check import run_judge_check
 
-    settings = session.settings
-    client = session.models.client.sibling(Meter())
+    client = run_client().sibling(Meter())
     say(f"judge check: calibrating the judge on BEAM's reference answers of the {len(questions)} question(s) that ran")
 
     def progress(done: int, total: int) -> None:
@@ -83,5 +84,5 @@ def run_session_judge_check(session: BeamSession, question_ids: set[str],
                                 fail_bar=settings.judge_fail_bar,
                                 judge_model=settings.role_models()["judge"], progress=progress)
     except (ModelEndpointError, BudgetExceeded, CassetteMiss) as exc:
-        return SessionJudgeCheck(usage=client.meter.to_dict(), error=f"{type(exc).__name__}: {exc}")
-    return SessionJudgeCheck(check=check, usage=client.meter.to_dict())
+        return SessionJudgeCheck(usage=client.meter.snapshot(), error=f"{type(exc).__name__}: {exc}")
+    return SessionJudgeCheck(check=check, usage=client.meter.snapshot())

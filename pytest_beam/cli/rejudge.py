@@ -12,77 +12,64 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ..llm import Meter
+from ..model_access import judge_only, open_client
+from ..results.build import with_aggregates
+from ..results.provenance import scoring_stamp
+from ..results.question_record import QuestionRecord
+from ..results.record_files import read_record, resolve_record_path, write_record
+from ..results.schema import RunRecord
 from ..run_id import new_run_id
 from ..settings import Settings
-from .provenance import scoring_stamp
-from .schema import KNOWN_BAD_FLAG, QuestionRecord, RunRecord, UsageRow
-from .store import read_record, resolve_record_path, write_record
 
-__all__ = ["RejudgeError", "rejudge", "rejudge_question", "new_run_id"]
+if TYPE_CHECKING:
+    from ..data.records import ProbingQuestion
+    from ..llm import ModelClient
+    from ..system import SystemAnswer
 
-# Flags the scorer sets; every other flag (agent_failure, timeout, known_bad_rubric) is the answer's.
-_SCORER_FLAGS = {"parse_error", "score_out_of_range", "tau_undefined"}
+__all__ = ["RejudgeError", "rejudge", "rejudge_question"]
 
 
 class RejudgeError(Exception):
     """Re-judging cannot start; the message says what is missing."""
 
 
-def _outcome(score: float, known_bad: bool, pass_score: float) -> str:
-    from ..scoring import passes
+def answer_of(old: QuestionRecord) -> SystemAnswer:
+    """The system's answer as the record keeps it: its text, its own flags, what it retrieved."""
+    from ..system import SystemAnswer
 
-    passed = passes(score, pass_score)
-    if known_bad:
-        return "xpassed" if passed else "xfailed"
-    return "passed" if passed else "failed"
+    return SystemAnswer(text=old.answer or "", retrieved_message_ids=set(old.retrieved_message_ids),
+                        steps=old.agent_steps, flags=old.answer_flags, context_tokens=old.context_tokens)
 
 
-def rejudge_question(old: QuestionRecord, probing: Any, judge: Any, *, profile: str, judge_runs: int,
-                     pass_score: float) -> QuestionRecord:
-    """One question scored again; a question with no answer (an error before it, a skip) is kept as
-    it was. An error with an answer is one whose judging failed: its answer is scored now."""
-    from ..scoring import score_question
+def rejudge_question(old: QuestionRecord, probing: ProbingQuestion | None, judge: ModelClient, *, profile: str,
+                     judge_runs: int, pass_score: float) -> QuestionRecord:
+    """One question scored again, its record built by the run's own builder; a question with no answer
+    (an error before it, a skip) is kept as it was. An error with an answer is one whose judging
+    failed: its answer is scored now. An answer the system flagged as none scores 0 unjudged, as in
+    the run."""
+    from ..results.question_record import question_record
+    from ..scoring.scorer import score_answer
 
     if old.answer is None or old.outcome == "skipped":
         return old.model_copy(update={"usage": {}, "trace": []})
+    if probing is None:
+        raise RejudgeError(f"the BEAM data has no question {old.id}")
+    answer = answer_of(old)
     before = judge.meter.snapshot()
     started = time.monotonic()
-    score = score_question(probing, old.answer, judge, mode=profile, judge_runs=judge_runs)
-    used = judge.meter.since(before)
-    kept = [f for f in old.flags if f not in _SCORER_FLAGS]
-    flags = sorted(set(kept) | set(score.flags))
-    # an agent that gave no answer scores 0 whatever the judge says, as in the run itself
-    value = 0.0 if {"agent_failure", "timeout"} & set(flags) else score.score
-    known_bad = KNOWN_BAD_FLAG in flags or bool(old.known_bad_reason)
-    return old.model_copy(update={
-        "score": value, "score_excluding_known_bad": None if known_bad else value,
-        "event_f1": score.event_f1, "event_tau_norm": score.event_tau_norm, "flags": flags,
-        "items": list(score.items),
-        "event_detail": score.event_detail.model_dump(mode="json") if score.event_detail else None,
-        "outcome": _outcome(value, known_bad, pass_score), "error": None, "scorer": profile,
-        "usage": {role: UsageRow.model_validate(u.to_dict()) for role, u in used.items()},
-        "seconds": time.monotonic() - started, "trace": [],
-    })
-
-
-def _judge_client(settings: Settings, judge_model: str) -> Any:
-    from ..llm import EndpointConfig, Meter, ModelClient, ResponseCache, RoleModels
-
-    if not settings.base_url:
-        raise RejudgeError("no model endpoint: set --beam-base-url or BEAM_BASE_URL")
-    return ModelClient(
-        EndpointConfig(base_url=settings.base_url, api_key=settings.api_key, timeout_s=settings.timeout,
-                       max_retries=settings.max_retries, concurrency=settings.concurrency),
-        RoleModels(agent=judge_model, judge=judge_model), meter=Meter(),
-        cache=ResponseCache(settings.cache) if settings.cache else None,
-    )
+    judged = score_answer(probing, answer.text, judge, profile, judge_runs, gave_no_answer=answer.gave_no_answer)
+    new = question_record(probing, system=old.system, answer=answer, judged=judged, usage=judge.meter.since(before),
+                          seconds={"judge": time.monotonic() - started}, pass_score=pass_score)
+    return new.model_copy(update={"answer_changed": old.answer_changed})
 
 
 def rejudge(record_path: str | os.PathLike[str], settings: Settings, *, judge_model: str | None = None,
             profile: str | None = None, results_dir: str | os.PathLike[str] | None = None,
-            bench_questions: Mapping[str, Any] | None = None, client: Any = None) -> tuple[Path, RunRecord]:
+            bench_questions: Mapping[str, ProbingQuestion] | None = None,
+            client: ModelClient | None = None) -> tuple[Path, RunRecord]:
     """Score the answers of the record at ``record_path`` again; write and return the new record.
 
     ``judge_model`` and ``profile`` default to the old record's; ``bench_questions`` (id ->
@@ -102,12 +89,14 @@ def rejudge(record_path: str | os.PathLike[str], settings: Settings, *, judge_mo
     missing = [q.id for q in old.questions if q.answer is not None and q.id not in bench_questions]
     if missing:
         raise RejudgeError(f"the BEAM data has no question {missing[0]} (of {len(missing)} missing)")
-    judge = client or _judge_client(settings, judge_model)
+    if client is None and not settings.base_url:
+        raise RejudgeError("no model endpoint: set --beam-base-url or BEAM_BASE_URL")
+    judge = client or open_client(settings, meter=Meter(), roles=judge_only(judge_model))
     pass_score = old.pass_score if old.pass_score is not None else settings.pass_score
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     t0 = time.monotonic()
-    questions = [rejudge_question(q, bench_questions.get(q.id), judge, profile=profile,
-                                  judge_runs=settings.judge_runs, pass_score=pass_score) for q in old.questions]
+    questions = [rejudge_question(q, bench_questions.get(q.id), judge, profile=profile, judge_runs=settings.judge_runs,
+                                  pass_score=pass_score) for q in old.questions]
     models = {**old.models, "judge": judge_model}
     record = RunRecord(
         run_id=new_run_id(), started=started, finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -118,18 +107,17 @@ def rejudge(record_path: str | os.PathLike[str], settings: Settings, *, judge_mo
         settings={**old.settings, "scorer": profile, "judge_model": judge_model, "judge_runs": settings.judge_runs},
         pass_score=pass_score, questions=questions, system=old.system, label=old.label,
         rejudged_from=old.run_id,
-        usage={role: UsageRow.model_validate(u) for role, u in judge.meter.to_dict().items()},
+        usage=judge.meter.snapshot(),
         phase_seconds={"judge": time.monotonic() - t0}, exit_status=0,
         partial=old.partial, partial_reason=old.partial_reason, systems=old.systems,
     )
-    if old.systems:  # each system's cells from its own new scores (ingest cost kept from the run)
-        record = record.recompute()
+    record = with_aggregates(record)  # each system's cells, too, from its own new scores (ingest cost kept)
     folder = Path(results_dir) if results_dir is not None else old_path.resolve().parent.parent
     path = write_record(folder / record.run_id, record, [])
     return path, record
 
 
-def _load_questions(old: RunRecord, settings: Settings) -> dict[str, Any]:
+def _load_questions(old: RunRecord, settings: Settings) -> dict[str, ProbingQuestion]:
     from ..data.sets import load_set
 
     data = settings.data
