@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_beam.systems import missing_extra
+from tests.e2e.expected_records import check
 from tests.e2e.test_published_leaders import LEADERS, no_network_env
 from tests.live.record_leaders import CASSETTE, SCORES, SYSTEMS, recorded_usage
 from tests.live.record_leaders import LEADERS as FLAGS
@@ -29,6 +30,7 @@ from tests.live.record_peers import recorded_scores
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 REPO = Path(__file__).resolve().parents[2]
+EXPECTED = REPO / "fixtures" / "cassettes" / "lite-leaders-qwen.record.json"  # tests/e2e/expected_records.py
 
 
 def test_committed_leaders_cassette_replays_the_recorded_run(tmp_path, beam_data_dir):
@@ -49,6 +51,7 @@ def test_committed_leaders_cassette_replays_the_recorded_run(tmp_path, beam_data
 
     record = json.loads(next(tmp_path.glob("*/record.json")).read_text())
     assert recorded_scores(record) == recorded["systems"]
+    check(record, EXPECTED)  # the whole record, apart from what changes from run to run
     assert set(record["models"].values()) == {recorded["model"]}  # from the cassette's header
     by_system = record["usage_by_system"]
     assert list(by_system) == SYSTEMS
