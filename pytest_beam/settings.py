@@ -203,7 +203,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge_bar", "Cohen's kappa under which the judge check warns that the judge is not to be trusted.", DEFAULT_BAR, float, check=between(-1, 1, 'a kappa is')),
     Option("judge_fail_bar", "Share of right answers (BEAM's reference answers on their own rubric items, 'I don't know' to an abstention question) the judge may fail before the judge check warns that it is not to be trusted.", DEFAULT_FAIL_BAR, float, check=between(0, 1, 'a share is')),
     Option("label", "A name for this run, shown in the record, the summary and the report.", None),
-    Option("system", f"Memory systems to compare, comma-separated: {system_choices()}; 'all' (every one but the outside systems), or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
+    Option("system", f"Memory systems to compare, comma-separated: {system_choices()}; 'all' (every one but the outside systems), 'installed' (every one whose library is installed: a leaderboard), or a name a conftest declares with pytest_beam_system_names.", DEFAULT_SYSTEM),
     Option("context_tokens", "Token budget of the baselines' prompt (long-context keeps the newest messages that fit).", 120_000, int, check=at_least(1)),
     Option("retrieval_k", "Messages the bm25 and dense baselines retrieve per question.", 10, int, check=at_least(1)),
     Option("shard", "This machine's share of the run, K/N: the K-th of N shards of the selected conversations, balanced by chunk count; `pytest-beam merge` joins the shards' records into one.", None, _shard_spec),

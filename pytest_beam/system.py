@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NotRequired, Protocol, TypeAlias, TypedDict
 
 from .data.records import Document, SystemQuestion
 from .system_registry import DEFAULT_SYSTEM
@@ -192,6 +192,13 @@ class MemorySystem(ABC):
         return None
 
 
+class StartNeo4j(Protocol):
+    """`SystemContext.start_neo4j`: the conversation's Neo4j, with the plugin procedures (APOC's)
+    its system's library calls; a provider that cannot give them stops the run saying which."""
+
+    def __call__(self, procedures: Sequence[str] = ()) -> Neo4jConnection: ...
+
+
 @dataclass
 class SystemContext:
     """What the harness lends a system for one conversation.
@@ -205,7 +212,7 @@ class SystemContext:
     models: ModelClient
     settings: Settings
     work_dir: Path  # private to this conversation
-    start_neo4j: Callable[[], Neo4jConnection]
+    start_neo4j: StartNeo4j
     progress: Callable[[str], None] | None = None  # one line of progress for the user
     # Question id -> its source message ids. Filled by the harness ONLY for a system whose class
     # sets `measurement_aid = True` (the gold-evidence ceiling); None for every other system.

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "SYSTEMS", "SystemEntry", "builtin_names"]
+__all__ = ["DEFAULT_SYSTEM", "MEASUREMENT_AIDS", "OUTSIDE_SYSTEMS", "OWN_ENV_SYSTEMS", "SYSTEMS", "SystemEntry",
+           "builtin_names"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class SystemEntry:
     measurement_aid: bool = False
     # An outside system: (the module its extra installs, the extra's name); `all` leaves it out.
     extra: tuple[str, str] | None = None
+    # An outside system whose pins cannot live beside pytest-beam's (openai < 3): it runs in a venv
+    # of its own, made by `pytest-beam install-system NAME` (systems/own_env.py), as a child process.
+    own_env: bool = False
 
 
 SYSTEMS: dict[str, SystemEntry] = {
@@ -36,11 +40,21 @@ SYSTEMS: dict[str, SystemEntry] = {
     "mem0": SystemEntry("pytest_beam.systems.mem0_system", "Mem0System", extra=("mem0", "mem0")),
     "graphiti": SystemEntry("pytest_beam.systems.graphiti_system", "GraphitiSystem",
                             extra=("graphiti_core", "graphiti")),
+    "hindsight": SystemEntry("pytest_beam.systems.hindsight_system", "HindsightSystem",
+                             extra=("hindsight_api", "hindsight"), own_env=True),
+    "cognee": SystemEntry("pytest_beam.systems.cognee_system", "CogneeSystem", extra=("cognee", "cognee"),
+                          own_env=True),
+    "lightrag": SystemEntry("pytest_beam.systems.lightrag_system", "LightRAGSystem", extra=("lightrag", "lightrag")),
+    "neo4j-graphrag": SystemEntry("pytest_beam.systems.neo4j_graphrag_system", "Neo4jGraphRAGSystem",
+                                  extra=("neo4j_graphrag", "neo4j-graphrag")),
+    "langmem": SystemEntry("pytest_beam.systems.langmem_system", "LangMemSystem", extra=("langmem", "langmem")),
 }
 DEFAULT_SYSTEM = "graphrag"
 MEASUREMENT_AIDS: frozenset[str] = frozenset(name for name, e in SYSTEMS.items() if e.measurement_aid)
 #: Outside systems: name -> (the module their extra installs, the extra).
 OUTSIDE_SYSTEMS: dict[str, tuple[str, str]] = {name: e.extra for name, e in SYSTEMS.items() if e.extra is not None}
+#: Outside systems that run in an environment of their own (own_env.py), not as an extra.
+OWN_ENV_SYSTEMS: frozenset[str] = frozenset(name for name, e in SYSTEMS.items() if e.own_env)
 
 
 def builtin_names() -> tuple[str, ...]:
@@ -52,5 +66,7 @@ def choices_text() -> str:
     """The systems as ``--beam-system``'s help lists them."""
     shown = [f"{name} (a measurement aid)" if e.measurement_aid else name for name, e in SYSTEMS.items()
              if e.extra is None]
-    outside = [name for name, e in SYSTEMS.items() if e.extra is not None]
-    return ", ".join(shown) + f"; outside systems, each with its extra: {', '.join(outside)}"
+    outside = [name for name, e in SYSTEMS.items() if e.extra is not None and not e.own_env]
+    own = [name for name, e in SYSTEMS.items() if e.own_env]
+    return (", ".join(shown) + f"; outside systems, each with its extra: {', '.join(outside)}; in an environment "
+            f"of their own (pytest-beam install-system): {', '.join(own)}")

@@ -87,6 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     rejudge.add_argument("--results", metavar="DIR", default=None,
                          help="results folder (default: $BEAM_RESULTS or .beam/results); the new record goes here")
     add_setting_options(rejudge, REJUDGE_OPTIONS)
+    install = sub.add_parser(
+        "install-system",
+        help="make the environment of an outside system that cannot share pytest-beam's (hindsight, cognee)",
+        description=(
+            "Hindsight and Cognee need openai < 3 and pytest-beam runs on openai 3, so each runs in a virtual "
+            "environment of its own under pytest-beam's cache, as a child process whose model calls go through the "
+            "harness's relay. This makes those environments with pip (their pinned requirements; several at once), "
+            "so that a benchmark run downloads nothing. The in-process systems are extras: pip install "
+            "'pytest-beam[lightrag]' and so on."
+        ),
+    )
+    install.add_argument("names", nargs="+", metavar="NAME", help="hindsight, cognee")
     check = sub.add_parser(
         "judge-check",
         help="measure the judge on BEAM's own reference answers (agreement, false passes and fails, kappa)",
@@ -230,5 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _judge_check(args)
     if args.command == "merge":
         return _merge(args)
+    if args.command == "install-system":
+        from ..systems.own_env import main as own_env_main
+
+        return own_env_main(["install", *args.names])
     parser.print_help(sys.stderr)
     return 2

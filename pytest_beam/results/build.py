@@ -37,6 +37,7 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
                  selected_questions: int | None = None, stopped: str | None = None,
                  endpoint_limits: list[EndpointLimit] | None = None, shard: ShardInfo | None = None) -> RunRecord:
     from .aggregate import aggregate
+    from .leaderboard import leaderboard
     from .provenance import data_revision, git_info, lockfile_hash, scoring_stamp
     from .schema import RunRecord
 
@@ -64,6 +65,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
     not_run = list(not_run or [])
     missing = _not_run_reason(not_run, selected_questions if selected_questions is not None
                               else len(records) + len(not_run))
+    compared = system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {}
+    by_system = usage_by_system(questions, ingest, order) if several or relay else {}
     return RunRecord(
         run_id=run_id,
         started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
@@ -88,9 +91,8 @@ def build_record(*, run_id: str, started: float, settings: Settings, bench_set: 
         exit_status=int(exitstatus),
         scoring=scoring_stamp(settings.scorer, settings.judge_runs), label=settings.label,
         system=order[0] if order else None,
-        systems=system_stats(records, order, MEASUREMENT_AIDS, ingest) if several else {},
-        usage_by_system=usage_by_system(questions, ingest, order) if several or relay else {},
-        relay=dict(relay or {}),
+        systems=compared, usage_by_system=by_system, relay=dict(relay or {}),
+        leaderboard=leaderboard(compared, by_system, records),
         judge_check=judge_check, judge_check_error=judge_check_error, write_faults=list(write_faults or []),
         endpoint_limits=list(endpoint_limits or []), shard=shard,
     )
@@ -159,6 +161,7 @@ def with_aggregates(record: RunRecord) -> RunRecord:
     """A copy of ``record`` with its abilities and overall (and each system's cells, the ingest cost
     kept) computed from its questions: for a record whose questions were scored again."""
     from .aggregate import aggregate
+    from .leaderboard import leaderboard
     from .system_stats import system_stats
 
     abilities, overall = aggregate(record.primary_questions())
@@ -171,6 +174,9 @@ def with_aggregates(record: RunRecord) -> RunRecord:
             if old is not None:
                 stats.ingest_calls, stats.ingest_tokens = old.ingest_calls, old.ingest_tokens
         update["systems"] = fresh
+        from .leaderboard import leaderboard
+
+        update["leaderboard"] = leaderboard(fresh, record.usage_by_system, record.questions)
     return record.model_copy(update=update)
 
 

@@ -298,7 +298,15 @@ def systems_section(record: RunRecord) -> str:
         notes.append(f"{CEILING} is a {AID_MARK}: it answers from each question's own source messages, the ceiling "
                      "a perfect retriever would give this reader; never a system to rank. Lost to retrieval = "
                      "gold-evidence mean minus the system's; lost to reader+judge = 1.0 minus gold-evidence's.")
-    return ('<h2 id="systems-side-by-side">Systems side by side</h2>' + table
+    board = ""
+    if record.leaderboard:
+        from .systems_text import LEADERBOARD_HEADERS, LEADERBOARD_NOTE, leaderboard_rows
+
+        board = ('<h2 id="leaderboard">Leaderboard</h2>'
+                 + html_table(list(LEADERBOARD_HEADERS), leaderboard_rows(record.leaderboard), num_from=2,
+                              attrs=' id="ranked"')
+                 + f'<p class="sub">{e("Ranked by mean score, ties by tokens per point; " + LEADERBOARD_NOTE)}.</p>')
+    return (board + '<h2 id="systems-side-by-side">Systems side by side</h2>' + table
             + "".join(f'<p class="sub">{e(n)}</p>' for n in notes))
 
 

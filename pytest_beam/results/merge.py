@@ -206,13 +206,16 @@ def _joined(named: Sequence[tuple[str, RunRecord]], questions: list[QuestionReco
         reasons.append(f"{len(missing)} of the run's {len(missing) + len(questions)} items have no result")
     reasons += [f"{_shard_name(r)}: {r.partial_reason}" for r in records if r.partial and r.partial_reason]
     statuses = [r.exit_status for r in records if r.exit_status]
+    from .leaderboard import leaderboard
+
+    compared = system_stats(questions, order, MEASUREMENT_AIDS, graph) if several else {}
     return first.model_copy(update={
         "started": min(r.started or "" for r in records) or None,
         "finished": max(r.finished or "" for r in records) or None,
         "settings": {**first.settings, "shard": None}, "shard": None,
         "merged_from": [r.run_id for r in records],
         "questions": questions, "abilities": abilities, "overall": overall,
-        "systems": system_stats(questions, order, MEASUREMENT_AIDS, graph) if several else {},
+        "systems": compared, "leaderboard": leaderboard(compared, by_system, questions),
         "usage": usage, "usage_by_system": by_system, "relay": relay, "phase_seconds": seconds, "graph": graph,
         # the shards' clocks and start times are their own: a phase's wall time over all of them is not known
         "phase_wall_seconds": {},

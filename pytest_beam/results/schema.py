@@ -19,7 +19,7 @@ from ..scoring.judge_check import JudgeCheck
 from ..scoring.profile_names import names_text
 from .question_record import NotRunQuestion, QuestionRecord
 from .record_base import RecordModel, WithRunOnlyFields
-from .stats import AbilityStats, OverallStats, SystemStats
+from .stats import AbilityStats, LeaderboardRow, OverallStats, SystemStats
 
 __all__ = ["SCHEMA_VERSION", "RECORD_FILE", "TRACE_FILE", "NOTICE_FILE", "LATEST_FILE", "ROLES", "IngestEntry",
            "EndpointLimit", "ShardInfo", "ScoringStamp", "RunRecord"]
@@ -133,6 +133,9 @@ class RunRecord(RecordModel):
         "meter row -> usage, ingest and questions together (relayed calls are the rows '<system> <role>')")
     relay: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Requests the model relay received per system: chat, embeddings, errors")
+    leaderboard: list[LeaderboardRow] = Field(
+        default_factory=list, description="With several systems: ranked by mean score, cost beside score "
+        "(results/leaderboard.py); a measurement aid last, unranked")
     phase_seconds: dict[str, float] = Field(
         default_factory=dict, description="ingest, agent, judge -> seconds summed over workers (and over questions "
         "answered at once): the time the phase took, not how long the run waited for it")

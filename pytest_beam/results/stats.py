@@ -61,7 +61,8 @@ class SystemCell(RecordModel):
     calls: int = Field(0, description="Live model calls of these questions (answer and judge)")
     cached_calls: int = Field(0, description="Calls of these questions answered from the response cache")
     replayed_calls: int = Field(0, description="Calls of these questions answered from a cassette")
-    tokens: int = Field(0, description="Prompt + completion tokens of those calls")
+    tokens: int = Field(0, description="Prompt + completion tokens of those calls, a cached or replayed call's "
+                        "as recorded")
     errors: int = 0
     skipped: int = 0
 
@@ -76,3 +77,25 @@ class SystemStats(RecordModel):
     ingest_cached_calls: int = Field(0, description="Its ingests' calls answered from the response cache")
     ingest_replayed_calls: int = Field(0, description="Its ingests' calls answered from a cassette")
     ingest_tokens: int = 0
+
+
+class LeaderboardRow(RecordModel):
+    """One system's place and cost in a run that compared several."""
+
+    system: str
+    rank: int | None = Field(None, description="1 = the highest overall mean; None for a measurement aid")
+    measurement_aid: bool = False
+    n: int = Field(0, description="Questions with a score")
+    mean: float | None = None
+    interval: MeanInterval | None = None
+    evidence_recall: float | None = None
+    points: float = Field(0.0, description="Sum of the system's question scores")
+    calls: int = Field(0, description="The system's own live model calls (ingest, its library's, answering), "
+                       "judge excluded")
+    cached_calls: int = Field(0, description="Its own calls answered from the response cache")
+    replayed_calls: int = Field(0, description="Its own calls answered from a cassette")
+    tokens: int = Field(0, description="Prompt + completion tokens of its own calls, live, cached or replayed "
+                        "(as recorded): a replayed run ranks on what the recording spent")
+    judge_calls: int = Field(0, description="The judge's live calls on this system's answers")
+    judge_tokens: int = 0
+    tokens_per_point: float | None = Field(None, description="tokens / points (None when it scored nothing)")

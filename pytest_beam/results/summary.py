@@ -142,6 +142,10 @@ def render_summary(record: RunRecord) -> list[str]:
 
         out += render_side_by_side(record.systems)
         out.append("errors and skips are counted apart, never as 0")
+        if record.leaderboard:
+            from .systems_text import render_leaderboard
+
+            out += ["", *render_leaderboard(record.leaderboard)]
         iv = next((s.overall.interval for s in record.systems.values() if s.overall.interval), None)
         if iv is not None:
             out.append(f"intervals: {iv.level:.0%} cluster bootstrap over {iv.clusters} conversation(s), "

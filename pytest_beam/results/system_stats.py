@@ -37,7 +37,8 @@ def _cell(questions: Sequence[QuestionRecord]) -> SystemCell:
         interval=interval_of(questions), evidence_recall=_mean(recall), context_tokens=_mean(context),
         calls=sum(q.calls for q in questions), cached_calls=sum(q.cached_calls for q in questions),
         replayed_calls=sum(q.replayed_calls for q in questions),
-        tokens=sum(row.tokens for q in questions for row in q.usage.values()),
+        # a cached or replayed call counts with the tokens it was recorded with (else a replay shows 0)
+        tokens=sum(row.tokens + row.cached_tokens for q in questions for row in q.usage.values()),
         errors=sum(q.outcome == "error" for q in questions), skipped=sum(q.outcome == "skipped" for q in questions))
 
 
@@ -59,7 +60,8 @@ def system_stats(questions: Iterable[QuestionRecord], order: Sequence[str], aids
                 ingest_usage = sum(info.usage.values(), ingest_usage)
         out[name] = SystemStats(measurement_aid=name in aids,
                                 abilities={a: _cell(by_ability[a]) for a in sorted(by_ability)},
-                                overall=_cell(qs), ingest_calls=ingest_usage.calls, ingest_tokens=ingest_usage.tokens,
+                                overall=_cell(qs), ingest_calls=ingest_usage.calls,
+                                ingest_tokens=ingest_usage.tokens + ingest_usage.cached_tokens,
                                 ingest_cached_calls=ingest_usage.cached_calls,
                                 ingest_replayed_calls=ingest_usage.replayed_calls)
     return out

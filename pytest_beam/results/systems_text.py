@@ -6,10 +6,10 @@ marked as a measurement aid on its row (see `systems.py` for what its gaps mean)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..llm.meter import Usage
-from .stats import SystemStats
+from .stats import LeaderboardRow, SystemStats
 from .system_stats import AID_MARK, CEILING, display_name, gap, reader_loss
 from .text import fmt_delta, fmt_int, fmt_interval, fmt_score, phase_key, table
 
@@ -100,4 +100,28 @@ def render_usage_by_system(by_system: Mapping[str, Mapping[str, Usage]],
     if relay:
         out.append("model relay (an OpenAI-compatible endpoint on 127.0.0.1 in front of the run's model client):")
         out += relay_lines(relay, by_system)
+    return out
+
+
+LEADERBOARD_HEADERS = ("rank", "system", "n", "mean", "95% interval", "evidence recall", "calls",
+                       "cached/replayed", "tokens", "tokens/point", "judge calls", "judge tokens")
+
+
+def leaderboard_rows(rows: Sequence[LeaderboardRow]) -> list[list[str]]:
+    return [[str(r.rank) if r.rank is not None else "-", f"{r.system} ({AID_MARK})" if r.measurement_aid else r.system,
+             str(r.n), fmt_score(r.mean), fmt_interval(r.interval), fmt_score(r.evidence_recall), fmt_int(r.calls),
+             fmt_int(r.cached_calls + r.replayed_calls), fmt_int(r.tokens),
+             "-" if r.tokens_per_point is None else f"{r.tokens_per_point:,.0f}",
+             fmt_int(r.judge_calls), fmt_int(r.judge_tokens)] for r in rows]
+
+
+LEADERBOARD_NOTE = ("calls and tokens: the system's own (its ingest, its library's calls through the relay, its "
+                    "answers), the judge's apart; calls are live ones, tokens as recorded whether live, cached or "
+                    "replayed; tokens/point = tokens / the sum of its scores")
+
+
+def render_leaderboard(rows: Sequence[LeaderboardRow]) -> list[str]:
+    out = ["leaderboard (ranked by mean score, ties by tokens per point; same answer and judge models):"]
+    out += table(LEADERBOARD_HEADERS, leaderboard_rows(rows), align="rlrrrrrrrrrr")
+    out.append(LEADERBOARD_NOTE)
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -92,8 +93,10 @@ class Neo4jProvider(ABC):
     """One line for the user about why ``auto`` chose this provider (None: nothing to say)."""
 
     @abstractmethod
-    def create(self, label: str) -> Neo4jService:
-        """A new, not yet started service for the conversation ``label`` (e.g. ``"conv17"``)."""
+    def create(self, label: str, procedures: Sequence[str] = ()) -> Neo4jService:
+        """A new, not yet started service for the conversation ``label`` (e.g. ``"conv17"``);
+        ``procedures`` are plugin procedures its system calls (``procedures.py``): the service
+        provides them where it can, and its start fails with one line where it cannot."""
 
     def describe(self) -> str:
         """One line for the session header."""

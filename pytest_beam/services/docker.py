@@ -17,12 +17,14 @@ from __future__ import annotations
 import secrets
 import socket
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from . import docker_cleanup
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
 from .local_config import transaction_memory
 from .local_install import FIX_HINT, NEO4J_VERSION
+from .procedures import require_procedures
 
 IMAGE = f"neo4j:{NEO4J_VERSION}"
 """Pinned image, same patch as the local provider's jars (built here by .ci/neo4j-image.sh)."""
@@ -167,8 +169,8 @@ class DockerNeo4jProvider(Neo4jProvider):
     def describe(self) -> str:
         return f"docker ({self.image} through testcontainers, heap {self.heap})"
 
-    def create(self, label: str) -> DockerNeo4jService:
-        return DockerNeo4jService(self, label)
+    def create(self, label: str, procedures: Sequence[str] = ()) -> DockerNeo4jService:
+        return DockerNeo4jService(self, label, procedures)
 
     def remove_dead_leftovers(self) -> list[str]:
         """Remove the containers of earlier runs on this host whose owner process is gone
@@ -183,9 +185,10 @@ class DockerNeo4jProvider(Neo4jProvider):
 
 
 class DockerNeo4jService(Neo4jService):
-    def __init__(self, provider: DockerNeo4jProvider, label: str) -> None:
+    def __init__(self, provider: DockerNeo4jProvider, label: str, procedures: Sequence[str] = ()) -> None:
         super().__init__(label)
         self.provider = provider
+        self.procedures = tuple(procedures)
         self.container: Any = None
         self.container_id: str | None = None
         self.startup_s: float | None = None
@@ -232,13 +235,19 @@ class DockerNeo4jService(Neo4jService):
                     label=self.label,
                 ) from None
             self.startup_s = time.monotonic() - t0
-            self._connection = Neo4jConnection(
+            connection = Neo4jConnection(
                 uri=f"bolt://{host}:{port}",
                 user="neo4j",
                 password=password,
                 database="neo4j",
                 label=self.label,
             )
+            try:  # the pinned image holds no plugin: a system that needs one is told so, and nothing is left
+                require_procedures(connection, self.procedures, f"the docker image {self.provider.image}")
+            except BaseException:
+                self.stop()
+                raise
+            self._connection = connection
             return self._connection
 
     def _settings(self) -> dict[str, str]:

@@ -31,11 +31,13 @@ import os
 import re
 import secrets
 import threading
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from .access import open_driver, run_autocommit, run_read, run_write
 from .base import Neo4jConnection, Neo4jProvider, Neo4jService, Neo4jServiceError
+from .procedures import require_procedures
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 MARKER_LABEL = "BeamOwner"
@@ -120,14 +122,15 @@ class ExternalNeo4jProvider(Neo4jProvider):
         with self._lock:
             self._active.discard(database)
 
-    def create(self, label: str) -> ExternalNeo4jService:
-        return ExternalNeo4jService(self, label)
+    def create(self, label: str, procedures: Sequence[str] = ()) -> ExternalNeo4jService:
+        return ExternalNeo4jService(self, label, procedures)
 
 
 class ExternalNeo4jService(Neo4jService):
-    def __init__(self, provider: ExternalNeo4jProvider, label: str) -> None:
+    def __init__(self, provider: ExternalNeo4jProvider, label: str, procedures: Sequence[str] = ()) -> None:
         super().__init__(label)
         self.provider = provider
+        self.procedures = tuple(procedures)
         self.database: str | None = None
         self.token: str | None = None
         self._driver: Any = None
@@ -156,6 +159,8 @@ class ExternalNeo4jService(Neo4jService):
                 self._driver = driver
                 self.token = self._claim()
                 self.wipe()
+                require_procedures(p._conn(database, self.label), self.procedures,
+                                   f"the Neo4j server at {_redacted(p.uri)}")
             except Neo4jServiceError:
                 self._abort(driver, acquired)
                 raise

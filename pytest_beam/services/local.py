@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ from .local_install import (
     tail_text,
 )
 from .local_readiness import DISK_HINT, PortTaken, server_log_tail, wait_ready
+from .procedures import allowlist, apoc_jar, needs_apoc, require_procedures, unknown_procedures
 
 if TYPE_CHECKING:
     from .jvm_startup import ClassDataArchive
@@ -150,8 +152,8 @@ class LocalNeo4jProvider(Neo4jProvider):
                 self._classpath = jars
             return self._classpath
 
-    def create(self, label: str) -> LocalNeo4jService:
-        return LocalNeo4jService(self, label)
+    def create(self, label: str, procedures: Sequence[str] = ()) -> LocalNeo4jService:
+        return LocalNeo4jService(self, label, procedures)
 
 
 class LocalNeo4jService(Neo4jService):
@@ -161,11 +163,14 @@ class LocalNeo4jService(Neo4jService):
     DATABASE = "neo4j"
     PORT_ATTEMPTS = 3
 
-    def __init__(self, provider: LocalNeo4jProvider, label: str) -> None:
+    def __init__(self, provider: LocalNeo4jProvider, label: str, procedures: Sequence[str] = ()) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", label):
             raise ValueError(f"service label must be [A-Za-z0-9_.-]{{1,64}}, got {label!r}")
+        if unknown := unknown_procedures(procedures):
+            raise Neo4jServiceError(f"no plugin the local provider knows holds {', '.join(unknown)}", label=label)
         super().__init__(label)
         self.provider = provider
+        self.procedures = tuple(procedures)
         self.home: Path | None = None
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
@@ -197,6 +202,9 @@ class LocalNeo4jService(Neo4jService):
             t0 = time.monotonic()
             java = self.provider.java_binary()
             classpath = self.provider.classpath()
+            plugins = [apoc_jar()] if needs_apoc(self.procedures) else []
+            # as Neo4j's own launcher runs a plugin: on the class path (its extension) and in plugins/
+            classpath = [*classpath, *map(str, plugins)]
             base = self.provider.work_dir
             if base is not None:
                 base.mkdir(parents=True, exist_ok=True)
@@ -205,6 +213,8 @@ class LocalNeo4jService(Neo4jService):
                 self.home = Path(tempfile.mkdtemp(prefix=f"beam-neo4j-{self.label}-", dir=base))
                 for sub in ("conf", "logs", "run", "plugins", "import"):
                     (self.home / sub).mkdir(parents=True, exist_ok=True)
+                for jar in plugins:
+                    shutil.copy2(jar, self.home / "plugins" / jar.name)
             except OSError as exc:
                 raise self._setup_error(exc, base) from None
             _process.register(self)
@@ -226,13 +236,19 @@ class LocalNeo4jService(Neo4jService):
                 self._cleanup()
                 raise
             self.startup_s = time.monotonic() - t0
-            self._connection = Neo4jConnection(
+            connection = Neo4jConnection(
                 uri=f"bolt://127.0.0.1:{self.port}",
                 user=self.USER,
                 password=password,
                 database=self.DATABASE,
                 label=self.label,
             )
+            try:
+                require_procedures(connection, self.procedures, f"local Neo4j {self.provider.version}")
+            except BaseException:
+                self.stop()
+                raise
+            self._connection = connection
             return self._connection
 
     def _fresh_data(self, password: str) -> None:
@@ -251,6 +267,8 @@ class LocalNeo4jService(Neo4jService):
     def _write_conf(self) -> None:
         assert self.home is not None and self.port is not None
         settings = server_settings(self.home, self.port, self.provider.pagecache, self.provider.heap)
+        if self.procedures:  # the plugin's procedures the system asked for, and none of its others
+            settings["dbms.security.procedures.allowlist"] = allowlist(self.procedures)
         try:
             (self.home / "conf" / "neo4j.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         except OSError as exc:

@@ -190,15 +190,18 @@ def _resolve_with_maven(version: str, mvn: str | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pytest_beam.services [--print]``: resolve (once) and cache the class path."""
+    """``python -m pytest_beam.services [--print]``: resolve (once) and cache the class path and APOC core."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         jars = resolve_classpath(NEO4J_VERSION)
+        from .procedures import apoc_jar
+
+        apoc = apoc_jar()  # the plugin neo4j-graphrag's procedures come from, fetched with the jars
     except Neo4jServiceError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     if "--print" in argv:
         print(classpath_file() if not os.environ.get("NEO4J_HOME") else os.environ["NEO4J_HOME"])
-        print(f"{len(jars)} jars")
+        print(f"{len(jars)} jars; APOC core: {apoc}")
     return 0
 

@@ -70,7 +70,7 @@ class Conversations:
         models = self.models
         return SystemContext(
             conversation_id=conversation_id, models=models.client, settings=self.settings, work_dir=work,
-            start_neo4j=lambda: self.graphs.start(key, work.name), progress=self.say,
+            start_neo4j=lambda procedures=(): self.graphs.start(key, work.name, procedures), progress=self.say,
             gold_evidence=gold, system_name=system_name, relay=lambda: models.relay,
         )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,11 +47,12 @@ class GraphServices:
                 self.say(line)  # minutes of Maven before the first start, once per machine
         return self._provider
 
-    def start(self, key: str, service_name: str | None = None) -> Neo4jConnection:
-        """Start the run's Neo4j once; the harness stops it with the conversation."""
+    def start(self, key: str, service_name: str | None = None, procedures: Sequence[str] = ()) -> Neo4jConnection:
+        """Start the run's Neo4j once, with the plugin procedures its system calls (services/procedures.py);
+        the harness stops it with the conversation."""
         if key not in self.services:
             provider = self._chosen_provider()
-            service = provider.create(service_name or f"conv{key}")
+            service = provider.create(service_name or f"conv{key}", procedures)
             self.services[key] = service
             self.connections[key] = service.start()
         return self.connections[key]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pytest
 
 ALL = "all"
+INSTALLED = "installed"  # every system whose library is installed: a leaderboard in one command
 
 
 @dataclass(frozen=True)
@@ -47,24 +48,27 @@ def custom_names(config: pytest.Config) -> list[str]:
 
 
 def select_systems(spec: str, custom: list[str]) -> list[str]:
-    """`--beam-system` as a list of names; `all` is every built-in system (the outside ones, mem0 and
-    graphiti, need their extras and are named one by one), then the custom ones.
+    """`--beam-system` as a list of names; `all` is every built-in system (the outside ones need their
+    extras and are named one by one), `installed` every system this machine can run (the built-in
+    ones and each outside one whose library is installed), each then followed by the custom ones.
 
     Raises `UnknownSystem` naming the known names (registered and declared) for a name that is neither.
     """
     from ..system_registry import builtin_names
-    from ..systems import UnknownSystem, parse_system_list, system_names
+    from ..systems import UnknownSystem, installed_names, parse_system_list, system_names
 
     known = [*system_names(), *(c for c in custom if c not in system_names())]
-    everything = [*builtin_names(), *(c for c in custom if c not in system_names())]
+    own = [c for c in custom if c not in system_names()]
+    groups = {ALL: lambda: [*builtin_names(), *own], INSTALLED: lambda: [*installed_names(), *own]}
     expanded = spec
-    if ALL in (p.strip() for p in spec.split(",")):
+    if any(p.strip() in groups for p in spec.split(",")):
         expanded = ",".join(name for part in spec.split(",")
-                            for name in (everything if part.strip() == ALL else [part]))
+                            for name in (groups[part.strip()]() if part.strip() in groups else [part]))
     try:
         return parse_system_list(expanded, extra=custom)
     except UnknownSystem as exc:
-        raise UnknownSystem(f"--beam-system={spec!r}: {exc}; known names: {', '.join(known)} (or 'all')") from None
+        raise UnknownSystem(f"--beam-system={spec!r}: {exc}; known names: {', '.join(known)} "
+                            f"(or '{ALL}', '{INSTALLED}')") from None
 
 
 def bare_ids(systems: list[str]) -> bool:

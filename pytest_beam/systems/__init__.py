@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
-from ..system_registry import MEASUREMENT_AIDS, OUTSIDE_SYSTEMS, SYSTEMS, SystemEntry
+from ..system_registry import MEASUREMENT_AIDS, OUTSIDE_SYSTEMS, OWN_ENV_SYSTEMS, SYSTEMS, SystemEntry
 
 if TYPE_CHECKING:
     from ..data.records import ProbingQuestion
@@ -42,12 +42,22 @@ def missing_extra(name: str) -> str | None:
     """For an outside system whose library is not installed: the line saying how to install it."""
     if name not in OUTSIDE_SYSTEMS:
         return None
+    if name in OWN_ENV_SYSTEMS:
+        from .own_env import missing_env
+
+        return missing_env(name)
     from importlib.util import find_spec
 
     module, extra = OUTSIDE_SYSTEMS[name]
     if find_spec(module) is not None:
         return None
     return f"--beam-system={name} needs its library: pip install 'pytest-beam[{extra}]'"
+
+
+def installed_names() -> tuple[str, ...]:
+    """Every registered system this machine can run: the built-in ones (baselines and the ceiling
+    included) and each outside one whose library is installed (what `--beam-system=installed` means)."""
+    return tuple(n for n in SYSTEMS if missing_extra(n) is None)
 
 
 class UnknownSystem(ValueError):
@@ -119,6 +129,6 @@ def parse_system_list(spec: str, extra: Iterable[str] = ()) -> list[str]:
     return names
 
 
-__all__ = ["missing_extra", "Factory",
+__all__ = ["installed_names", "missing_extra", "Factory",
            "UnknownSystem", "estimate_of", "is_measurement_aid", "make_system", "parse_system_list", "system_class",
            "system_factory", "system_names"]

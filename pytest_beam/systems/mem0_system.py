@@ -35,7 +35,7 @@ from ..data.records import Document, SystemQuestion
 from ..llm.relay import LIBRARY_CLIENT_OPTIONS
 from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
-from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, turns
+from .recalled import Recalled, answer_from_recalled, harness_relay, turns, windows
 
 USER_ID = "beam-user"
 ROLE = "extraction"  # the harness role Mem0's own model calls are sent and capped as
@@ -85,19 +85,6 @@ def session_date(date: dt.date | None) -> Iterator[None]:
         yield
     finally:
         _SESSION_DATE.reset(token)
-
-
-def windows(chat: list[Turn]) -> list[list[Turn]]:
-    """A user message with the assistant's reply that follows it in the same session; others alone."""
-    out: list[list[Turn]] = []
-    for turn in chat:
-        last = out[-1] if out else None
-        if (last is not None and len(last) == 1 and last[0].role == "user" and turn.role == "assistant"
-                and last[0].session == turn.session):
-            last.append(turn)
-        else:
-            out.append([turn])
-    return out
 
 
 class Mem0System(MemorySystem):

@@ -83,6 +83,19 @@ def turns(documents: Sequence[Document]) -> list[Turn]:
     return sorted(seen.values(), key=lambda t: (t.session, t.id))
 
 
+def windows(chat: list[Turn]) -> list[list[Turn]]:
+    """A user message with the assistant's reply that follows it in the same session; others alone."""
+    out: list[list[Turn]] = []
+    for turn in chat:
+        last = out[-1] if out else None
+        if (last is not None and len(last) == 1 and last[0].role == "user" and turn.role == "assistant"
+                and last[0].session == turn.session):
+            last.append(turn)
+        else:
+            out.append([turn])
+    return out
+
+
 def render(memory: Recalled) -> str:
     where = f"session {memory.session}" if memory.session is not None else "session unknown"
     when = memory.date.isoformat() if memory.date else "undated"

@@ -19,7 +19,8 @@ from pytest_beam.systems import (
 )
 
 NAMES = ("graphrag", "long-context", "bm25", "dense", "gold-evidence")
-OUTSIDE = ("mem0", "graphiti")  # need their extras and the harness's relay (tests/e2e/test_outside_systems.py)
+# need their extras (or their own environments) and the harness's relay (tests/e2e/test_outside_systems.py, ...)
+OUTSIDE = ("mem0", "graphiti", "hindsight", "cognee", "lightrag", "neo4j-graphrag", "langmem")
 
 
 def test_names_and_each_system_goes_by_its_registry_name(make_context):

@@ -25,7 +25,8 @@ def test_an_unknown_name_names_the_known_ones_and_the_declared_ones():
     with pytest.raises(UnknownSystem) as err:
         select_systems("graphrag,bm52", ["spy"])
     assert "'bm52'" in str(err.value)
-    assert "graphrag, long-context, bm25, dense, gold-evidence, mem0, graphiti, spy" in str(err.value)
+    assert ("graphrag, long-context, bm25, dense, gold-evidence, mem0, graphiti, hindsight, cognee, lightrag, "
+            "neo4j-graphrag, langmem, spy (or 'all', 'installed')") in str(err.value)
 
 
 def test_ids_are_bare_for_the_default_alone_and_prefixed_otherwise():
