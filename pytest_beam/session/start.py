@@ -1,14 +1,18 @@
 """The session's start: from the configure-time `RunPlan` to a complete `BeamSession`, in one place.
 
 In order: the systems and the question set (a data or selection problem stops the run before
-anything starts), SIGTERM as Ctrl-C, the controller's model endpoint (checked, or the embedded
+anything starts), the controller's check that the results disk has room, SIGTERM as Ctrl-C, the
+controller's model endpoint (checked, or the embedded
 model started, before any Neo4j; the run's settings are decided here, once), then this
-process's parts. Nothing of them calls a model or starts a service yet.
+process's parts. Nothing of them calls a model or starts a service yet. A run refused at its
+endpoint leaves no results folder behind.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -35,18 +39,37 @@ def start_session(plan: RunPlan, reporter: pytest.TerminalReporter | None) -> Be
     if bench_set.missing_note and reporter is not None and not plan.is_worker:
         # which conversations are left out, and how to get them
         reporter.write_line(bench_set.missing_note, yellow=True)
+    made = None
     if not plan.is_worker:
+        made = _first_missing(plan.run_dir)
         _check_room(plan)
     terminate = TerminateAsInterrupt()
     terminate.install()
     endpoint = RunEndpoint()
     try:
         settings = plan.settings if plan.is_worker else open_endpoint(endpoint, plan, reporter)
+    except BaseException:
+        endpoint.stop()
+        terminate.restore()
+        if made is not None:  # a run that never started leaves no folder the room check made
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+    try:
         return _build(plan, settings, systems, bench_set, endpoint, terminate, started, reporter)
     except BaseException:
         endpoint.stop()
         terminate.restore()
         raise
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet (None: it all does)."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
 
 
 def _check_room(plan: RunPlan) -> None:
