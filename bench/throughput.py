@@ -20,6 +20,7 @@ how long the machine's cores were saturated: where utilization falls short becau
 waits on its own CPU, those lines say so.
 
     .venv/bin/python bench/throughput.py [--capacity 16] [--latency 1] [--workers 5] [--shards 3]
+                                         [--concurrency 4] [--question-concurrency 4]
                                          [--mode full|complete] [--system graphrag]
     .venv/bin/python bench/throughput.py --smoke [--cache DIR]   (bm25 on two conversations' abstention
         questions, C 4, L 0.05 s, -n 1, 2 shards: the code path, not a measurement)
@@ -142,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=5, help="-n of each run")
     parser.add_argument("--shards", type=int, default=3, help="N: shards run side by side (1: none)")
     parser.add_argument("--concurrency", type=int, default=4, help="--beam-concurrency: the ceiling per process")
+    parser.add_argument("--question-concurrency", type=int, default=4,
+                        help="--beam-question-concurrency of the concurrent runs and the shards")
     parser.add_argument("--mode", default="full", choices=("full", "complete"))
     parser.add_argument("--system", default="graphrag")
     parser.add_argument("--work", default=tempfile.gettempdir())
@@ -154,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     (project / "pytest.ini").write_text("[pytest]\n")
     model = Capacity(Responder(), args.capacity, args.latency)
     print(f"endpoint: {args.capacity} requests at once, {args.latency:g} s each, 429 beyond; {args.mode} set, "
-          f"{args.system}, -n {args.workers}, --beam-concurrency {args.concurrency}; load average "
+          f"{args.system}, -n {args.workers}, --beam-concurrency {args.concurrency}, --beam-question-concurrency "
+          f"{args.question_concurrency} (1 in the sequential run); load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     runs: list[Measured] = []
     with ScriptedModelServer(responder=model) as server:
@@ -163,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = [("sequential", [command(args, url, project / "sequential", "--beam-question-concurrency=1", *n)]),
                 ("concurrent", [command(args, url, project / "concurrent", *n)])]
         if args.shards > 1:
-            per_shard = ["-n", str(max(1, args.workers // args.shards))] if args.workers > args.shards else []
+            width = -(-args.workers // args.shards)  # the workers shared out, rounded up: each shard's machine
+            per_shard = ["-n", str(width)] if width > 1 else []
             plan.append((f"{args.shards} shards", [
                 command(args, url, project / f"shard{k}", f"--beam-shard={k}/{args.shards}", *per_shard)
                 for k in range(1, args.shards + 1)]))
