@@ -27,10 +27,24 @@ SLOW_SECONDS = 10.0
 IMPLY_SLOW = ("e2e", "live_model", "docker")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.get_closest_marker(name) for name in IMPLY_SLOW) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """Which worker's share a test is in under `-n N --dist loadgroup` (the README's command 2): a
+    module's tests stay together, so its module fixtures (a replayed run several tests read) run
+    once; the live-model tests share one worker, so one embedded model is loaded, not one per worker,
+    and the Docker tests another, so two Neo4j containers never compete for the engine."""
+    if item.get_closest_marker("docker"):
+        return "docker"
+    module = item.nodeid.split("::", 1)[0]
+    return "live" if module.startswith("tests/live/") else module
 
 
 class SlowUnmarked:

