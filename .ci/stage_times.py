@@ -23,7 +23,9 @@ STEPS: list[tuple[str, str, str | None]] = [
     ("Neo4j jars", r"^Neo4j: resolving the Neo4j ", None),
     ("embedder", r"^embedder: building ", None),
 ]
-WALL = re.compile(r"wall time: ingest ([\d.]+ (?:s|min)), agent ([\d.]+ (?:s|min)), judge ([\d.]+ (?:s|min))")
+# the summary's wall-time line; "(first start to last end)" since wall and summed time are printed apart
+_SPAN = r"([\d.]+ (?:s|min))"
+WALL = re.compile(rf"wall time(?: \(first start to last end\))?: ingest {_SPAN}, agent {_SPAN}, judge {_SPAN}")
 JUDGE_CHECK = re.compile(r"^judge check: .*\(profile [^,]+, (\d+) s\)")
 
 

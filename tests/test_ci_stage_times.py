@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -37,17 +39,35 @@ OUTPUT = """\
 """
 
 
-def test_each_stage_is_read_from_its_lines_and_the_summary(tmp_path):
+WALL_LINES = ["wall time: ingest 3.9 min, agent 46.4 s, judge 51.9 s",  # before issue 43
+              "wall time (first start to last end): ingest 3.9 min, agent 46.4 s, judge 51.9 s"]
+
+
+def test_the_summary_s_wall_time_line_is_the_one_read(tmp_path):
+    """What the summary prints today (results/summary.py), not a copy of it: CI's 8.8-minute run
+    read no ingest, agent or judge time once the line had changed."""
+    from pytest_beam.results.schema import RunRecord
+    from pytest_beam.results.summary import render_summary
+
+    record = RunRecord(run_id="r", mode="lite", phase_seconds={"ingest": 234.0, "agent": 92.8, "judge": 51.9},
+                       phase_wall_seconds={"ingest": 234.0, "agent": 46.4, "judge": 51.9})
+    (line,) = [ln for ln in render_summary(record) if stage_times().WALL.search(ln)]
+    assert [float(v.split()[0]) for v in stage_times().WALL.search(line).groups()] == [3.9, 46.4, 51.9]
+
+
+@pytest.mark.parametrize("wall", WALL_LINES, ids=["summed", "wall"])
+def test_each_stage_is_read_from_its_lines_and_the_summary(tmp_path, wall):
     module = stage_times()
     lines = [(float(t), text) for t, text in (line.split(" ", 1) for line in
-                                                (raw.strip() for raw in OUTPUT.splitlines()))]
+                                                (raw.strip() for raw in OUTPUT.replace(WALL_LINES[0], wall)
+                                                 .splitlines()))]
     got = dict(module.stages(lines))
     assert got["install (venv and pip)"] == 61.0
     assert round(got["model assembly"], 1) == 6.8 and round(got["model server start"], 1) == 5.5
     assert got["Neo4j jars"] == 24.0 and got["embedder"] == 8.5  # until the next line
     assert (got["ingest"], got["agent"], got["judge"], got["judge check"]) == (234.0, 46.4, 51.9, 152.0)
     assert got["the whole command"] == 402.0
-    (tmp_path / "out.txt").write_text(OUTPUT)
+    (tmp_path / "out.txt").write_text(OUTPUT.replace(WALL_LINES[0], wall))
     printed = subprocess.run([sys.executable, str(REPO / ".ci" / "stage_times.py"), str(tmp_path / "out.txt")],
                              capture_output=True, text=True, check=True).stdout
     assert "  ingest                     234.0 s  (3.9 min)" in printed
