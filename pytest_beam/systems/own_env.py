@@ -93,11 +93,15 @@ def install(name: str, *, python: str | None = None, say: Callable[[str], None] 
     marker(name).unlink(missing_ok=True)
     subprocess.run([python or sys.executable, "-m", "venv", "--clear", str(target)], check=True)
     pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, *s.requirements], check=True)
-    check = subprocess.run([str(python_of(name)), "-c", f"import {s.module}"], capture_output=True, text=True)
+    # without the caller's PYTHONPATH: CI's points at the clone, whose pytest_beam.egg-info pip would
+    # then take for an installed pytest-beam and report its missing requirements as conflicts
+    own = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([*pip, *s.requirements], check=True, env=own)
+    check = subprocess.run([str(python_of(name)), "-c", f"import {s.module}"], capture_output=True, text=True,
+                           env=own)
     if check.returncode != 0:
         raise RuntimeError(f"{name}: {s.module} does not import in {target}: {check.stderr.strip()[-500:]}")
-    freeze = subprocess.run([*pip[:3], "freeze"], capture_output=True, text=True, check=True).stdout.split()
+    freeze = subprocess.run([*pip[:3], "freeze"], capture_output=True, text=True, check=True, env=own).stdout.split()
     seconds = round(time.monotonic() - started, 1)
     marker(name).write_text(json.dumps({"requirements": list(s.requirements), "installed": freeze,
                                         "seconds": seconds}, indent=1) + "\n")
