@@ -55,7 +55,8 @@ def open_client(settings: Settings, *, meter: Meter, roles: Mapping[str, str | N
         raise ValueError("no model is set (--beam-model), so there is no model client")
     return ModelClient(
         EndpointConfig(base_url=settings.base_url, api_key=settings.api_key, timeout_s=settings.timeout,
-                       max_retries=settings.max_retries, concurrency=settings.concurrency,
+                       max_retries=settings.max_retries, throttle_wait_s=settings.throttle_wait,
+                       concurrency=settings.concurrency,
                        identity=settings.endpoint_identity),
         RoleModels(agent=agent, extraction=roles["extraction"], resolution=roles["resolution"], judge=roles["judge"]),
         meter=meter, cache=ResponseCache(settings.cache) if settings.cache else None, cassette=cassette,

@@ -180,7 +180,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("concurrency", "Most model requests in flight per endpoint and process: the ceiling; fewer while the endpoint answers 429 or times out.", 4, int, check=at_least(1)),
     Option("question_concurrency", "Most questions of one conversation answered and judged at once, once it is ingested (a system that cannot answer concurrently answers one at a time).", 4, int, check=at_least(1)),
     Option("timeout", "Seconds before one model request times out.", 120.0, float, check=seconds),
-    Option("max_retries", "Retries of a model request on timeouts, 429 and 5xx.", 5, int, check=at_least(0)),
+    Option("max_retries", "Retries of a model request on timeouts, 5xx, and 429 once --beam-throttle-wait is spent (0: none at all).", 5, int, check=at_least(0)),
+    Option("throttle_wait", "Seconds a model request may keep waiting on an endpoint that answers 429 (too many requests) before such answers count as failures.", 600.0, float, check=seconds),
     Option("max_calls", "Spend cap: most model calls in the run (lite default 40; full and complete: set it).", None, _optional_int, check=at_least(0)),
     Option("max_tokens", "Spend cap: most tokens in the run (lite default 120000; full and complete: set it).", None, _optional_int, check=at_least(0)),
     Option("dry_run", "Print the estimate of calls and tokens by phase, then exit without calling a model.", False, _bool, is_bool=True),
@@ -228,6 +229,7 @@ class Settings:
     concurrency: int
     timeout: float
     max_retries: int
+    throttle_wait: float
     max_calls: int | None
     max_tokens: int | None
     dry_run: bool

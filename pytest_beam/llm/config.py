@@ -35,7 +35,11 @@ class EndpointConfig:
     ``max_retries`` counts retries after the first attempt (so at most ``max_retries + 1``
     HTTP requests per call). ``backoff_base_s`` is the first backoff delay (doubled per retry,
     with jitter, capped at ``backoff_max_s``); a ``Retry-After`` header replaces the computed
-    delay, capped at ``retry_after_cap_s``. ``concurrency`` is the number of requests in flight
+    delay, capped at ``retry_after_cap_s``. A 429 (too many requests: the endpoint busy, not broken) is retried
+    without counting against ``max_retries`` while the call has waited on such answers for less
+    than ``throttle_wait_s``: under several processes sharing a rate-limited endpoint, six quick
+    429s are the queue, not a failure (bench/throughput.py lost 60 of 100 questions that way).
+    ``max_retries=0`` retries nothing. ``concurrency`` is the number of requests in flight
     per base URL in this process (shared by every client of that URL; the first client to use a
     URL fixes it). ``seed=None`` sends no seed.
     """
@@ -50,6 +54,7 @@ class EndpointConfig:
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
     retry_after_cap_s: float = 60.0
+    throttle_wait_s: float = 600.0
     # What the response cache knows the endpoint as: the same server on another port is the same
     # endpoint (the embedded model picks a free port at every start). None: its base URL.
     identity: str | None = None
@@ -58,7 +63,7 @@ class EndpointConfig:
         # base_url without any user:password@ part; api_key never shown
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in (
             "timeout_s", "max_retries", "concurrency", "seed", "temperature",
-            "backoff_base_s", "backoff_max_s", "retry_after_cap_s"))
+            "backoff_base_s", "backoff_max_s", "retry_after_cap_s", "throttle_wait_s"))
         return f"EndpointConfig(base_url={self.display_url!r}, {fields})"
 
     @property

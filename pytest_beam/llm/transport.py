@@ -31,6 +31,10 @@ from .wire import JsonObject
 STRUCTURED_MODES = ("json_schema", "json_object", "text")
 _MAX_REASON_CHARS = 500
 
+#: The least wait before retrying a busy answer, so a Retry-After of 0 cannot make a tight loop.
+THROTTLED_MIN_WAIT_S = 0.05
+
+
 def parse_retry_after(headers: Any, cap_s: float) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), capped."""
     if headers is None:
@@ -192,6 +196,13 @@ class Transport:
                 kwargs.pop("response_format", None)
         return kwargs
 
+    def _delay(self, retry_after: float | None, retry: int) -> float:
+        """The wait before retry number `retry`: the endpoint's Retry-After, else exponential backoff."""
+        if retry_after is not None:
+            return retry_after
+        exp = min(self.endpoint.backoff_base_s * (2 ** (retry - 1)), self.endpoint.backoff_max_s)
+        return exp * (0.5 + self._rng.random() / 2)  # jitter: 50-100% of the exponential step
+
     def send(self, kind: str, role: str, model: str, logical: JsonObject, structured_schema: JsonObject | None,
              on_request: Callable[[int], None] | None = None) -> Sent:
         """One logical call over HTTP, with retries and fallbacks; raises :class:`ModelEndpointError`
@@ -209,7 +220,9 @@ class Transport:
         limit = endpoint_limit(self.endpoint.endpoint_key, self.endpoint.concurrency)
         mode = self._structured_mode if structured_schema is not None else None
         attempts = 0
-        retries = 0
+        retries = 0  # failures retried (max_retries)
+        throttled = 0  # busy answers retried (throttle_wait_s)
+        busy_since: float | None = None
         while True:
             kwargs = self._request_kwargs(kind, logical, structured_schema, mode or "json_schema")
             attempts += 1
@@ -257,14 +270,18 @@ class Transport:
                     raise _Retryable(None, redact(f"connection error: {type(cause).__name__ if cause else ''} "
                                                   f"{cause or exc}", self.secrets)) from None
             except _Retryable as failure:
+                if failure.status == 429 and self.endpoint.max_retries > 0:
+                    # too many requests: wait as the endpoint asks while the call's wait budget lasts
+                    throttled += 1
+                    busy_since = busy_since if busy_since is not None else time.monotonic()
+                    delay = max(self._delay(failure.retry_after, throttled), THROTTLED_MIN_WAIT_S)
+                    if time.monotonic() - busy_since + delay <= self.endpoint.throttle_wait_s:
+                        time.sleep(delay)
+                        continue
                 if retries >= self.endpoint.max_retries:
                     raise self.error(kind, role, model, failure.status, failure.reason, attempts=attempts) from None
                 retries += 1
-                delay = failure.retry_after
-                if delay is None:
-                    exp = min(self.endpoint.backoff_base_s * (2 ** (retries - 1)), self.endpoint.backoff_max_s)
-                    delay = exp * (0.5 + self._rng.random() / 2)  # jitter: 50-100% of the exponential step
-                time.sleep(delay)
+                time.sleep(self._delay(failure.retry_after, retries))
                 continue
             data = self.decode(body, kind, role, model, attempts=attempts)
             if mode is not None and mode != self._structured_mode:

@@ -88,6 +88,35 @@ def test_429_then_200_is_one_successful_call(model_server, make_client):
     assert (usage.calls, usage.retries, usage.errors) == (1, 1, 0)
 
 
+def test_a_busy_endpoint_is_waited_on_beyond_max_retries_within_the_throttle_wait(model_server, make_client):
+    """bench/throughput.py, C 16 under -n 5: six 429s in a row were the queue of five processes, not a
+    failure, yet they errored the call and 60 of 100 questions with it. A 429 does not count against
+    max_retries while the call has waited less than throttle_wait_s."""
+    client = make_client(model_server, endpoint={"max_retries": 1, "throttle_wait_s": 30})
+    model_server.script(*[Reply.fail(429, "over capacity", retry_after=0)] * 6, Reply.say("ok"))
+    assert client.chat(role="extraction", messages=USER).text == "ok"
+    assert model_server.request_count == 7
+    usage = client.meter.snapshot()["extraction"]
+    assert (usage.calls, usage.retries, usage.errors) == (1, 6, 0)  # every request the endpoint got, metered
+
+
+def test_a_busy_endpoint_past_the_throttle_wait_fails_after_max_retries(model_server, make_client):
+    client = make_client(model_server, endpoint={"max_retries": 2, "throttle_wait_s": 0.3})
+    model_server.script(*[Reply.fail(429, "over capacity", retry_after=0.1)] * 20)
+    with pytest.raises(ModelEndpointError, match="last status 429") as info:
+        client.chat(role="extraction", messages=USER)
+    # about 0.3 s of waiting on busy answers, then the two retries max_retries allows
+    assert 3 <= info.value.attempts <= 6 and model_server.request_count == info.value.attempts
+
+
+def test_max_retries_0_retries_not_even_a_busy_answer(model_server, make_client):
+    client = make_client(model_server, endpoint={"max_retries": 0})
+    model_server.script(Reply.fail(429, "over capacity", retry_after=0), Reply.say("never"))
+    with pytest.raises(ModelEndpointError, match="last status 429"):
+        client.chat(role="extraction", messages=USER)
+    assert model_server.request_count == 1
+
+
 def test_500_until_the_last_retry_is_a_clear_error(model_server, make_client):
     client = make_client(model_server, endpoint={"max_retries": 4})
     model_server.script(*[Reply.fail(500, "upstream exploded")] * 5)

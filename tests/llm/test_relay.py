@@ -120,7 +120,7 @@ def test_the_spend_cap_stops_a_library_call_before_the_endpoint(model_server, ma
 
 
 def test_an_endpoint_failure_reaches_the_caller_once_after_the_clients_retries(model_server, make_client, relay_for):
-    model_server.script(*[Reply.fail(503)] * 3)
+    model_server.script(*[Reply.fail(500)] * 3)  # a failure; a 429 would be waited on (throttle_wait_s)
     client = make_client(model_server, meter=Meter(), endpoint={"max_retries": 2})
     relay = relay_for(client)
     with pytest.raises(openai.APIStatusError) as caught:
