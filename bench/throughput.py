@@ -88,6 +88,7 @@ class Measured:
     refused: int = 0
     busy: float = 0.0
     questions: int = 0
+    errors: int = 0  # questions without a score: a run that lost them is not faster, it did less
     limits: list[str] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)
     saturated: float = 0.0
@@ -130,6 +131,7 @@ def measure(name: str, commands: list[list[str]], project: Path, model: Capacity
         results = Path(next(a.split("=", 1)[1] for a in cmd if a.startswith("--beam-results=")))
         record = json.loads(next(results.glob("*/record.json")).read_text())
         out.questions += len(record["questions"])
+        out.errors += sum(q["outcome"] == "error" for q in record["questions"])
         for row in record.get("endpoint_limits", []):
             out.limits.append(f"{sorted(row['settled'].values())} of {row['ceiling']}, lowest {row['lowest']}")
     return out
@@ -175,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, commands in plan:
             runs.append(measure(name, commands, project, model))
             r = runs[-1]
-            print(f"{name}: {r.wall:.1f} s, {r.questions} questions, {r.served} requests served, {r.refused} "
-                  f"answered 429; limits settled at {'; '.join(r.limits) or '-'}", flush=True)
+            print(f"{name}: {r.wall:.1f} s, {r.questions} questions ({r.errors} errors), {r.served} requests served, "
+                  f"{r.refused} answered 429; limits settled at {'; '.join(r.limits) or '-'}", flush=True)
     c, latency = args.capacity, args.latency
     print(f"\n{'run':<12}{'wall s':>9}{'ideal s':>9}{'utilization':>13}{'served':>8}{'429s':>7}"
           f"{'CPU s':>8}{'cores saturated s':>19}")
@@ -184,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.name:<12}{r.wall:>9.1f}{r.ideal(c, latency):>9.1f}{r.utilization(c):>13.2f}{r.served:>8}"
               f"{r.refused:>7}{sum(r.cpu.values()):>8.1f}{r.saturated:>19.1f}")
     base = runs[0]
+    for r in runs:
+        if r.errors:
+            print(f"WARNING: {r.name} left {r.errors} of {r.questions} questions without a score: its times are not "
+                  "comparable")
     for r in runs[1:]:
         print(f"{r.name} against sequential: {base.wall / r.wall:.2f}x faster, utilization "
               f"{r.utilization(c):.2f} against {base.utilization(c):.2f}")
