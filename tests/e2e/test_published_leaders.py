@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -137,8 +138,23 @@ def _running(marker: str, under: Path | None = None, homes: set[str] | None = No
     return found
 
 
-def _pg0_homes() -> set[str]:
-    return {str(p) for p in Path(tempfile.gettempdir()).glob("beam-pg0-*")}
+def _pg0_homes_of(run: subprocess.Popen) -> set[str]:
+    """The pg0 folders the run (started in a session of its own) made: their owner is in its session.
+
+    Not every new folder under the system's temp: another worker's Hindsight run (test_replay_leaders
+    beside this module under xdist) makes its own at the same time, and it is not this run's to stop
+    (a CI run failed on that: the live run's folder, rightly left alone, was taken for this one's)."""
+    from pytest_beam.systems.child_process import OWNER_FILE, PG0_PREFIX
+
+    homes = set()
+    for home in Path(tempfile.gettempdir()).glob(PG0_PREFIX + "*"):
+        try:
+            owner = int((home / OWNER_FILE).read_text().strip())
+            if os.getsid(owner) == run.pid:
+                homes.add(str(home))
+        except (OSError, ValueError):  # being made, gone, or its owner already ended
+            continue
+    return homes
 
 
 def test_ctrl_c_during_hindsight_s_ingest_stops_its_process_and_its_postgresql(installed, tmp_path, beam_data_dir):
@@ -153,12 +169,11 @@ def test_ctrl_c_during_hindsight_s_ingest_stops_its_process_and_its_postgresql(i
                f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
                "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
                "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-snapshot=off", "--beam-judge-check=off"]
-        before = _pg0_homes()
         proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=no_network_env(tmp_path), start_new_session=True)
         try:
             assert model.held.wait(300), "Hindsight never asked for its first extraction"
-            homes = _pg0_homes() - before  # as root, pg0 runs as nobody in a folder under the system's temp
+            homes = _pg0_homes_of(proc)  # as root, pg0 runs as nobody in a folder under the system's temp
             postgres = _running("bin/postgres", homes=homes) if homes else _running("bin/postgres", under=tmp_path)
             child = _running("children.hindsight_child", under=tmp_path)
             assert postgres and child, (postgres, child)
@@ -182,7 +197,7 @@ def test_a_run_killed_with_9_leaves_its_postgresql_to_the_next_one_which_stops_i
                                                                                   beam_data_dir):
     """kill -9 gives the harness no chance to stop pg0's server; the next Hindsight run stops and removes
     what a dead run left (its owner pid is gone), and leaves a live run's alone."""
-    from pytest_beam.systems.child_process import stop_dead_runs_servers
+    from pytest_beam.systems.child_process import OWNER_FILE, PG0_PREFIX, stop_dead_runs_servers
     from pytest_beam.systems.own_env import python_of
     from tests.e2e.test_interrupted_runs import AS_FROM_A_TERMINAL
 
@@ -195,25 +210,32 @@ def test_a_run_killed_with_9_leaves_its_postgresql_to_the_next_one_which_stops_i
                f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
                "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
                "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-snapshot=off", "--beam-judge-check=off"]
-        before = _pg0_homes()
         proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=no_network_env(tmp_path), start_new_session=True)
+        # a live run's folder made while this one runs (as another worker's Hindsight run does): not this
+        # run's, and the next start must leave it alone
+        live = Path(tempfile.mkdtemp(prefix=f"{PG0_PREFIX}17-"))
+        (live / OWNER_FILE).write_text(f"{os.getpid()}\n")
         try:
             assert model.held.wait(300), "Hindsight never asked for its first extraction"
-            homes = _pg0_homes() - before
+            homes = _pg0_homes_of(proc)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(60)
         finally:
             model.release.set()
-    assert homes and _running("bin/postgres", homes=homes), "kill -9 leaves the server: nothing stopped it"
-    deadline = time.monotonic() + 60  # the child, its stdin closed and its relay gone, ends by itself
-    while _running("children.hindsight_child", under=tmp_path) and time.monotonic() < deadline:
-        time.sleep(1)
-    assert _running("children.hindsight_child", under=tmp_path) == []
-    binary = sorted(python_of("hindsight").parent.parent.glob("lib/python*/site-packages/pg0/bin/pg0"))[0]
-    removed = stop_dead_runs_servers(binary)
-    assert homes <= set(removed)
-    assert _running("bin/postgres", homes=homes) == [] and not any(Path(h).exists() for h in homes)
+    try:
+        assert str(live) not in homes
+        assert homes and _running("bin/postgres", homes=homes), "kill -9 leaves the server: nothing stopped it"
+        deadline = time.monotonic() + 60  # the child, its stdin closed and its relay gone, ends by itself
+        while _running("children.hindsight_child", under=tmp_path) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert _running("children.hindsight_child", under=tmp_path) == []
+        binary = sorted(python_of("hindsight").parent.parent.glob("lib/python*/site-packages/pg0/bin/pg0"))[0]
+        removed = stop_dead_runs_servers(binary)
+        assert homes <= set(removed) and str(live) not in removed and live.is_dir()
+        assert _running("bin/postgres", homes=homes) == [] and not any(Path(h).exists() for h in homes)
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
 
 
 class UnusableSessionOne(PeerAwareModel):
