@@ -11,9 +11,11 @@ SCRIPT = REPO / ".ci" / "failed_tests.py"
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="1" failures="1" tests="3">
-<testcase classname="tests.e2e.test_a" name="test_one"><failure message="assert 5 == 6&#10;+  where 5 = len(x)">long traceback</failure></testcase>
+<testcase classname="tests.e2e.test_a" name="test_one">
+<failure message="assert 5 == 6&#10;+  where 5 = len(x)">long traceback</failure></testcase>
 <testcase classname="tests.e2e.test_a" name="test_two"/>
-<testcase classname="tests.test_b" name="test_three[xdist]"><error message="failed on setup with &quot;OSError: no port&quot;">tb</error></testcase>
+<testcase classname="tests.test_b" name="test_three[xdist]">
+<error message="failed on setup with &quot;OSError: no port&quot;">tb</error></testcase>
 </testsuite></testsuites>
 """
 
