@@ -37,6 +37,7 @@ from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, turns
 GROUP_ID = "beam"
 ROLE = "extraction"  # the harness role Graphiti's own model calls are sent and capped as
 GRAPHITI_TRIES = 4  # graphiti_core's LLMClient: tenacity, stop_after_attempt(4), for a reply that is not JSON
+# (kept; the waits between them are not: _without_waits)
 MAX_TOKENS = 2048  # per Graphiti call: its default (16k) is the embedded model's whole context
 INSTALL_HINT = "pip install 'pytest-beam[graphiti]'"
 UNDATED = dt.date(2000, 1, 1)  # only for a chat whose first sessions carry no date (BEAM's do)
@@ -79,6 +80,23 @@ def _refusing_cross_encoder() -> Any:
                                "provide offline; use a recipe without one (the default hybrid RRF search)")
 
     return NoCrossEncoder()
+
+
+def _without_waits(client_class: Any) -> Any:
+    """Graphiti's client with its four tries and none of the 5 to 120 s waits between them.
+
+    Those waits (tenacity's random exponential) are for a provider's rate limit, which the harness's
+    transport has already waited out before Graphiti sees a failure: 429s as the endpoint asks, 5xx
+    with --beam-max-retries. What is left for Graphiti to try again is a reply it could not parse,
+    and waiting does not change the next one; it only stalled a run about a minute per such message.
+    """
+    import tenacity
+
+    tries = client_class._generate_response_with_retry
+    return type("RelayedGraphitiClient", (client_class,), {
+        "__doc__": "Graphiti's own client, its tries sent at once (the harness waits for the endpoint).",
+        "_generate_response_with_retry": tries.retry_with(wait=tenacity.wait_none()),
+    })
 
 
 class GraphitiSystem(MemorySystem):
@@ -134,8 +152,9 @@ class GraphitiSystem(MemorySystem):
         url = relay.base_url(self.system_name, ROLE)
         model = self.context.models.models.for_role(ROLE)
         connection = self.context.start_neo4j()
-        llm = OpenAIGenericClient(LLMConfig(api_key="pytest-beam-relay", model=model, small_model=model, base_url=url,
-                                            temperature=0.0, max_tokens=MAX_TOKENS), max_tokens=MAX_TOKENS)
+        config = LLMConfig(api_key="pytest-beam-relay", model=model, small_model=model, base_url=url,
+                           temperature=0.0, max_tokens=MAX_TOKENS)
+        llm = _without_waits(OpenAIGenericClient)(config, max_tokens=MAX_TOKENS)
         llm.client = llm.client.with_options(**LIBRARY_CLIENT_OPTIONS)  # the harness times and retries
         embedder = OpenAIEmbedder(OpenAIEmbedderConfig(api_key="pytest-beam-relay", base_url=url,
                                                        embedding_model=relay.embedding_model,

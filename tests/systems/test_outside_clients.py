@@ -75,3 +75,31 @@ def test_mem0_s_clients_wait_as_long_as_the_harness_and_never_retry(make_context
             assert str(client.base_url).startswith(relay.base_url("mem0", "extraction"))
     finally:
         relay.close()
+
+
+def test_graphiti_tries_an_unusable_reply_four_times_without_waiting_between(model_server):
+    """Graphiti's client waited 5 to 120 s (tenacity, random exponential) before each try of a reply
+    that is not JSON: about a minute per such message, for a reply no wait changes (the harness's
+    transport already waits out the endpoint's 429s and 5xx). The tries stay four; the waits go."""
+    pytest.importorskip("graphiti_core", reason="the graphiti extra")
+    import asyncio
+    import json
+
+    import tenacity
+    from graphiti_core.llm_client.config import LLMConfig
+    from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+    from graphiti_core.prompts.models import Message
+
+    from pytest_beam.systems.graphiti_system import GRAPHITI_TRIES, _without_waits
+
+    relayed = _without_waits(OpenAIGenericClient)
+    policy = relayed._generate_response_with_retry.retry
+    assert isinstance(policy.wait, tenacity.wait_none) and policy.stop.max_attempt_number == GRAPHITI_TRIES == 4
+    assert isinstance(OpenAIGenericClient._generate_response_with_retry.retry.wait,
+                      tenacity.wait_random_exponential)  # Graphiti's own, untouched
+    model_server.script(*[Reply.say('{"edges": [{"fact": "cut', finish_reason="length")] * 4)
+    client = relayed(LLMConfig(api_key="k", model="m", small_model="m", base_url=model_server.base_url))
+    client.client = client.client.with_options(**LIBRARY_CLIENT_OPTIONS)
+    with pytest.raises(json.JSONDecodeError):
+        asyncio.run(client._generate_response_with_retry([Message(role="user", content="facts?")]))
+    assert model_server.request_count == 4
