@@ -289,3 +289,31 @@ def test_hindsight_and_cognee_go_on_past_a_session_whose_replies_stay_unusable(i
     recall = {(q["system"], q["id"]): q["evidence_recall"] for q in record["questions"]}
     assert recall[("hindsight", "conv17:multi_session_reasoning:0")] > 0  # session 3 is there
     assert recall[("cognee", "conv17:multi_session_reasoning:0")] > 0
+
+
+PROBE_WAITS = """
+import json, tenacity
+from pytest_beam.systems.children import cognee_child
+cognee_child._no_retry_time_floor()
+changed = cognee_child._no_waits_between_tries()
+from cognee.infrastructure.llm.structured_output_framework.litellm_native.native_adapter import NativeLiteLLMAdapter
+policy = NativeLiteLLMAdapter.acreate_structured_output.retry
+print(json.dumps({"changed": changed, "wait": type(policy.wait).__name__, "stop": type(policy.stop).__name__,
+                  "attempts": getattr(policy.stop, "max_attempt_number", None)}))
+"""
+
+
+def test_cognee_tries_an_unusable_reply_again_without_the_waits_meant_for_a_rate_limit(installed):
+    """Cognee waited 8 to 128 s before each new try of a structured call: seconds per unusable reply,
+    for nothing the harness's transport had not already waited out. Its tries stay (two: the time
+    floor is gone, _no_retry_time_floor); its waits go, in every adapter the relay can be reached by."""
+    from pytest_beam.systems.own_env import python_of
+
+    done = subprocess.run([str(python_of("cognee")), "-c", PROBE_WAITS], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+                               "TELEMETRY_DISABLED": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (probe["wait"], probe["stop"], probe["attempts"]) == ("wait_none", "stop_after_attempt", 2)
+    assert {"NativeLiteLLMAdapter.acreate_structured_output", "OpenAIAdapter.acreate_structured_output",
+            "GenericAPIAdapter.acreate_structured_output"} <= set(probe["changed"])

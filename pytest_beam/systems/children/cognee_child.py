@@ -28,6 +28,40 @@ def _no_retry_time_floor() -> None:
     retry_config.llm_retry_stop_condition = tenacity.stop_after_attempt(retry_config.LLM_MIN_RETRY_ATTEMPTS)
 
 
+# the modules of Cognee's model adapters whose calls are retried with waits (its default framework
+# first); the ones a configuration can select for the harness's OpenAI-compatible relay
+ADAPTER_MODULES = (
+    "cognee.infrastructure.llm.structured_output_framework.litellm_native.native_adapter",
+    "cognee.infrastructure.llm.structured_output_framework.litellm_instructor.llm.openai.adapter",
+    "cognee.infrastructure.llm.structured_output_framework.litellm_instructor.llm.generic_llm_api.adapter",
+)
+
+
+def _no_waits_between_tries() -> list[str]:
+    """Cognee waits 2 to 128 s (exponential, jittered) before each new try of a model call: meant for
+    a provider's rate limit, which the harness's transport has already waited out before Cognee sees a
+    failure (429s as the endpoint asks, 5xx with --beam-max-retries). What is left for Cognee to try
+    again is a reply it could not use, and no wait changes the next one: the tries stay, the waits go.
+    Returns the methods changed ("Class.method"), so a Cognee that moved them is noticed."""
+    import importlib
+    import inspect
+
+    import tenacity
+
+    changed = []
+    for name in ADAPTER_MODULES:
+        module = importlib.import_module(name)
+        for cls in vars(module).values():
+            if not inspect.isclass(cls) or cls.__module__ != name:
+                continue
+            for attr, method in vars(cls).items():
+                policy = getattr(method, "retry", None)
+                if isinstance(policy, tenacity.BaseRetrying):
+                    policy.wait = tenacity.wait_none()
+                    changed.append(f"{cls.__name__}.{attr}")
+    return changed
+
+
 async def start(request: Message) -> Message:
     config = request["config"]
     for key, value in config["env"].items():
@@ -40,7 +74,7 @@ async def start(request: Message) -> Message:
     state["cognee"] = cognee
     from importlib.metadata import version
 
-    return {"version": version("cognee")}
+    return {"version": version("cognee"), "without_waits": _no_waits_between_tries()}
 
 
 UNUSABLE = ("ValidationError", "InstructorRetryException", "JSONDecodeError")
