@@ -259,7 +259,10 @@ def test_the_lite_set_on_docker(engine, tmp_path, beam_data_dir):
 
 
 @pytest.mark.e2e
-def test_the_full_set_on_docker_with_two_workers(engine, tmp_path, beam_data_dir):
+def test_three_conversations_of_the_full_set_on_docker_with_two_workers(engine, tmp_path, beam_data_dir):
+    """One container per conversation, not per worker: with three conversations on two workers one
+    worker starts a second container after its first is gone, and never more than two run at once.
+    (Three of the full set's five: the same cases as all five, in 60% of the time; issue 40.)"""
     from tests.e2e.scripted_beam import ScriptedBeamModel
     from tests.model_server import ScriptedModelServer
 
@@ -268,6 +271,7 @@ def test_the_full_set_on_docker_with_two_workers(engine, tmp_path, beam_data_dir
         # the scripted model knows only the lite answers: a pass score of 0 makes every question
         # that was ingested, answered and judged pass (what is under test is the infrastructure)
         proc = popen(tmp_path, beam_cmd(tmp_path, server, beam_data_dir, "--beam-mode=full", "-n", "2",
+                                        "-k", "conv17 or conv4 or conv13",
                                         "--beam-pass-score=0", "--beam-max-calls=100000",
                                         "--beam-max-tokens=100000000"))
         with Watcher(engine, proc.pid) as watch:
@@ -276,10 +280,11 @@ def test_the_full_set_on_docker_with_two_workers(engine, tmp_path, beam_data_dir
             wall = time.monotonic() - t0
     assert proc.returncode == 0, out[-4000:]
     record = json.loads(next((tmp_path / "results").glob("*/record.json")).read_text())
-    assert len(record["questions"]) == 100 and "error" not in {q["outcome"] for q in record["questions"]}
+    assert len(record["questions"]) == 60 and "error" not in {q["outcome"] for q in record["questions"]}
     assert sorted(c["conversation"] for c in watch.seen.values()) == sorted(
-        {f"conv{q['id'].split(':')[0].removeprefix('conv')}" for q in record["questions"]})
-    assert len(watch.seen) == 5 and 1 <= watch.most_at_once <= 2
+        {f"conv{q['id'].split(':')[0].removeprefix('conv')}" for q in record["questions"]}) == [
+        "conv13", "conv17", "conv4"]
+    assert len(watch.seen) == 3 and 1 <= watch.most_at_once <= 2
     assert watch.left() == []
     watch.keep("full-n2", wall_s=round(wall, 1), summary=[ln for ln in out.splitlines() if " in " in ln][-1:])
 
