@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.gated_runs import AS_FROM_A_TERMINAL, GatedModel, held, let_go, requests, the_record_appears, usage
 from tests.e2e.scripted_beam import ScriptedBeamModel
-from tests.e2e.test_interrupted_runs import AS_FROM_A_TERMINAL, GatedModel, requests, the_record_appears, usage
 from tests.model_server import Reply, ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e]
@@ -172,18 +172,12 @@ def test_x_stops_the_questions_not_started_and_keeps_the_one_that_finished(tmp_p
     first = load_set("full", beam_data_dir, "1").questions[0]  # the run's first item
     model = FirstThenHeld(first.question)
     with ScriptedModelServer(responder=model) as server:
-        proc = beam(tmp_path, server, beam_data_dir, WIDTH, "-x", "--beam-pass-score=1", "--beam-cache=off",
-                    "--beam-max-calls=100000", "--beam-max-tokens=100000000", popen=True)
-        try:
+        with held(beam(tmp_path, server, beam_data_dir, WIDTH, "-x", "--beam-pass-score=1", "--beam-cache=off",
+                       "--beam-max-calls=100000", "--beam-max-tokens=100000000", popen=True), model) as proc:
             with model.changed:
                 assert model.changed.wait_for(lambda: model.held >= WIDTH - 1, timeout=300), "the pool never filled"
             the_record_appears(tmp_path, proc)  # -x ended the run while the others were still in flight
             out, _ = proc.communicate(timeout=300)
-        finally:
-            model.gate.set()
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
         sent = server.request_count
     assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out[-3000:]
     # the first and the three beside it; the thread that answered the first takes the next question
@@ -199,22 +193,15 @@ def test_x_stops_the_questions_not_started_and_keeps_the_one_that_finished(tmp_p
 def test_ctrl_c_while_questions_are_in_flight_keeps_every_request_sent(tmp_path, beam_data_dir):
     model = GatedModel(paid=0)  # long-context ingests with no call: every held call is a question's
     with ScriptedModelServer(responder=model) as server:
-        proc = beam(tmp_path, server, beam_data_dir, WIDTH, "--beam-cache=off", "--beam-max-calls=100000",
-                    "--beam-max-tokens=100000000", popen=True,
-                    launcher=[sys.executable, "-c", AS_FROM_A_TERMINAL])
-        try:
+        with held(beam(tmp_path, server, beam_data_dir, WIDTH, "--beam-cache=off", "--beam-max-calls=100000",
+                       "--beam-max-tokens=100000000", popen=True,
+                       launcher=[sys.executable, "-c", AS_FROM_A_TERMINAL]), model) as proc:
             model.wait_for(lambda: model.waiting >= WIDTH, "four questions wait at the gate together")
             time.sleep(0.5)  # nothing more arrives: the pool is full
             assert model.waiting == WIDTH
             os.killpg(proc.pid, signal.SIGINT)
             the_record_appears(tmp_path, proc)
-            model.gate.set()
-            out, _ = proc.communicate(timeout=300)
-        finally:
-            model.gate.set()
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            out = let_go(proc, model, timeout=300)
         sent = server.request_count
     record = record_of(tmp_path)
     assert record["partial"] is True and record["partial_reason"].startswith("interrupted"), out[-3000:]

@@ -13,58 +13,30 @@ issue 32 item 4) the run still writes its record and summary.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from tests.e2e.scripted_beam import ScriptedBeamModel
+from tests.e2e.gated_runs import (
+    AS_FROM_A_TERMINAL,
+    DropThenServe,
+    GatedModel,
+    calls,
+    held,
+    let_go,
+    requests,
+    the_record,
+    the_record_appears,
+    usage,
+)
 from tests.model_server import Reply, ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]
 PAID = 4  # calls answered before the gate
-# A run started from a terminal takes Ctrl-C; one started by a shell script's `&` inherits SIGINT
-# ignored, and exec keeps that: the run then never sees the test's Ctrl-C (this is how CI was
-# launched by hand once, and the run ended in model errors instead of an interrupt).
-# SIGUSR1 makes the run print every thread's stack to the stderr it was started with (pytest's
-# capture holds fd 2 during a test): a run that never writes its record says where it stands.
-AS_FROM_A_TERMINAL = ("import faulthandler, os, signal, sys, pytest; "
-                      "signal.signal(signal.SIGINT, signal.default_int_handler); "
-                      "faulthandler.register(signal.SIGUSR1, file=open(os.dup(2), 'w'), all_threads=True); "
-                      "sys.exit(pytest.main())")
-
-
-class GatedModel(ScriptedBeamModel):
-    def __init__(self, paid: int, then: Reply | None = None) -> None:
-        super().__init__()
-        self.paid, self.then = paid, then
-        self.lock = threading.Lock()
-        self.answered = 0
-        self.waiting = 0
-        self.changed = threading.Condition(self.lock)
-        self.gate = threading.Event()
-
-    def __call__(self, body):
-        with self.lock:
-            if self.answered < self.paid:
-                self.answered += 1
-                self.changed.notify_all()
-                return super().__call__(body)
-            self.waiting += 1
-            self.changed.notify_all()
-        if self.then is not None:
-            return self.then
-        self.gate.wait(600)
-        return Reply.disconnect()
-
-    def wait_for(self, predicate, what: str) -> None:
-        with self.changed:
-            assert self.changed.wait_for(predicate, timeout=600), what
 
 
 def start(tmp_path, server, beam_data_dir, select: str, workers: int | None, *extra: str):
@@ -79,39 +51,6 @@ def start(tmp_path, server, beam_data_dir, select: str, workers: int | None, *ex
     # the run's Neo4j homes under tmp_path (the temporary folder's), where _worker_running finds them
     return subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "TMPDIR": str(tmp_path)}, start_new_session=True)
-
-
-def the_record_appears(tmp_path, proc, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not list((tmp_path / "results").glob("*/record.json")):
-        assert proc.poll() is None, "the run ended without a record"
-        if time.monotonic() > deadline:
-            os.kill(proc.pid, signal.SIGUSR1)  # the stacks of a run stuck before its record
-            time.sleep(3)
-            os.killpg(proc.pid, signal.SIGKILL)
-            out = proc.communicate(timeout=60)[0]
-            raise AssertionError(f"no record {timeout:.0f} s after the signal, while the interrupted run's model "
-                                 f"calls are held; its output and threads:\n{out[-12000:]}")
-        time.sleep(0.2)
-
-
-def the_record(tmp_path) -> dict:
-    records = list((tmp_path / "results").glob("*/record.json"))
-    assert len(records) == 1, records
-    return json.loads(records[0].read_text())
-
-
-def calls(record: dict) -> int:
-    return sum(row.get("calls", 0) for row in record["usage"].values())
-
-
-def usage(record: dict, key: str) -> int:
-    return sum(row.get(key, 0) for row in record["usage"].values())
-
-
-def requests(record: dict) -> int:
-    """What the record says the endpoint was sent."""
-    return usage(record, "calls") + usage(record, "retries") + usage(record, "abandoned")
 
 
 # Every pair of (moment, signal, process model) once: four runs instead of the eight of the full
@@ -130,8 +69,8 @@ def test_an_interrupted_run_writes_a_record_with_every_paid_call(tmp_path, beam_
     model = GatedModel(paid)
     processes = 2 if workers else 1
     with ScriptedModelServer(responder=model) as server:
-        proc = start(tmp_path, server, beam_data_dir, "conv17 or conv4" if workers else "conv17", workers)
-        try:
+        with held(start(tmp_path, server, beam_data_dir, "conv17 or conv4" if workers else "conv17", workers),
+                  model) as proc:
             model.wait_for(lambda: model.waiting >= processes, "every process waits at the gate")
             if signum == signal.SIGINT:
                 os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole group
@@ -140,13 +79,7 @@ def test_an_interrupted_run_writes_a_record_with_every_paid_call(tmp_path, beam_
             # A call in flight is abandoned, not waited out: the record is written while the held
             # calls are still held (the embedded model's calls can take minutes each).
             the_record_appears(tmp_path, proc)
-            model.gate.set()  # the held calls end unanswered
-            out, _ = proc.communicate(timeout=600)
-        finally:
-            model.gate.set()
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            out = let_go(proc, model)  # the held calls end unanswered
         sent = server.request_count
     record = the_record(tmp_path)
     assert record["partial"] is True and record["partial_reason"].startswith("interrupted"), out[-3000:]
@@ -183,32 +116,6 @@ def test_a_run_whose_every_ingest_fails_writes_its_record_and_summary(tmp_path, 
     assert "pytest-beam summary" in out and "17 (failed)" in out
 
 
-class DropThenServe(ScriptedBeamModel):
-    """Answers the first calls, holds every further one at a gate; once opened, the held calls are
-    dropped (no reply) and every later call is answered."""
-
-    def __init__(self, paid: int) -> None:
-        super().__init__()
-        self.paid = paid
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
-        self.answered = self.waiting = 0
-        self.gate = threading.Event()
-
-    def __call__(self, body):
-        with self.lock:
-            hold = not self.gate.is_set() and self.answered >= self.paid
-            if hold:
-                self.waiting += 1
-                self.changed.notify_all()
-            else:
-                self.answered += 1
-        if hold:
-            self.gate.wait(600)
-            return Reply.disconnect()
-        return super().__call__(body)
-
-
 def _worker_running(tmp_path, label: str) -> int:
     """The pid of the xdist worker whose Neo4j JVM serves `label` (its home is under tmp_path, the run's TMPDIR)."""
     for entry in os.listdir("/proc"):
@@ -235,20 +142,12 @@ def test_a_worker_killed_with_kill_9_leaves_every_request_it_sent_in_the_record(
     again, and the record's requests equal the endpoint's count."""
     model = DropThenServe(paid=60)
     with ScriptedModelServer(responder=model) as server:
-        proc = start(tmp_path, server, beam_data_dir, "conv17 or conv4", 2, "--beam-max-retries=1",
-                     "--beam-pass-score=0")
-        try:
-            with model.changed:
-                assert model.changed.wait_for(lambda: model.waiting >= 2, timeout=600), "both workers at the gate"
+        with held(start(tmp_path, server, beam_data_dir, "conv17 or conv4", 2, "--beam-max-retries=1",
+                        "--beam-pass-score=0"), model) as proc:
+            model.wait_for(lambda: model.waiting >= 2, "both workers at the gate")
             os.kill(_worker_running(tmp_path, "conv17"), signal.SIGKILL)
             time.sleep(1)
-            model.gate.set()  # the dead worker's call is never answered; the other one's is retried
-            out, _ = proc.communicate(timeout=900)
-        finally:
-            model.gate.set()
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            out = let_go(proc, model, timeout=900)  # the dead worker's call is never answered; the other's is retried
         sent = server.request_count
         answered = sum(r.status == 200 for r in server.requests)
     # the question the worker was on runs again on its replacement (issue 43: one testcase, exit 0)

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tests.e2e.test_interrupted_runs import GatedModel
+from tests.e2e.gated_runs import GatedModel
 from tests.model_server import ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.neo4j]

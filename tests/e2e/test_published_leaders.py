@@ -157,20 +157,25 @@ def _pg0_homes_of(run: subprocess.Popen) -> set[str]:
     return homes
 
 
+def hindsight_run(tmp_path: Path, server: ScriptedModelServer, beam_data_dir: Path, **streams) -> subprocess.Popen:
+    """The lite set on Hindsight alone, started as from a terminal (it takes Ctrl-C) in a session of its own."""
+    from tests.e2e.gated_runs import AS_FROM_A_TERMINAL
+
+    cmd = [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
+           f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
+           "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
+           "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-snapshot=off", "--beam-judge-check=off"]
+    return subprocess.Popen(cmd, cwd=tmp_path, text=True, env=no_network_env(tmp_path), start_new_session=True,
+                            **streams)
+
+
 def test_ctrl_c_during_hindsight_s_ingest_stops_its_process_and_its_postgresql(installed, tmp_path, beam_data_dir):
     """Ctrl-C while Hindsight waits for a model reply: the run ends as interrupted, and neither the
     child process nor pg0's PostgreSQL (as nobody, in a folder of its own) is left running."""
-    from tests.e2e.test_interrupted_runs import AS_FROM_A_TERMINAL
-
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
     model = HeldHindsight()
     with ScriptedModelServer(responder=model) as server:
-        cmd = [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
-               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
-               "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
-               "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-snapshot=off", "--beam-judge-check=off"]
-        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=no_network_env(tmp_path), start_new_session=True)
+        proc = hindsight_run(tmp_path, server, beam_data_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             assert model.held.wait(300), "Hindsight never asked for its first extraction"
             homes = _pg0_homes_of(proc)  # as root, pg0 runs as nobody in a folder under the system's temp
@@ -199,19 +204,13 @@ def test_a_run_killed_with_9_leaves_its_postgresql_to_the_next_one_which_stops_i
     what a dead run left (its owner pid is gone), and leaves a live run's alone."""
     from pytest_beam.systems.child_process import OWNER_FILE, PG0_PREFIX, stop_dead_runs_servers
     from pytest_beam.systems.own_env import python_of
-    from tests.e2e.test_interrupted_runs import AS_FROM_A_TERMINAL
 
     if os.geteuid() != 0:
         pytest.skip("as another user pg0's folder is in the conversation's folder, removed with the run's")
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = lite\n")
     model = HeldHindsight()
     with ScriptedModelServer(responder=model) as server:
-        cmd = [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "lite",
-               f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
-               "--beam-cache=off", f"--beam-results={tmp_path / 'results'}", "--beam-system=hindsight",
-               "--beam-max-calls=400", "--beam-max-tokens=5000000", "--beam-snapshot=off", "--beam-judge-check=off"]
-        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=no_network_env(tmp_path), start_new_session=True)
+        proc = hindsight_run(tmp_path, server, beam_data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # a live run's folder made while this one runs (as another worker's Hindsight run does): not this
         # run's, and the next start must leave it alone
         live = Path(tempfile.mkdtemp(prefix=f"{PG0_PREFIX}17-"))

@@ -22,14 +22,13 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.e2e.scripted_beam import ScriptedBeamModel
-from tests.model_server import Reply, ScriptedModelServer
+from tests.e2e.gated_runs import DropThenServe, held, let_go
+from tests.model_server import ScriptedModelServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -59,55 +58,22 @@ def pytest_beam_make_system(context):
 '''
 
 
-class HoldAfter(ScriptedBeamModel):
-    """Answers the first `paid` calls; holds every later one at a gate until it opens, then drops the
-    held ones (no reply) and answers the rest."""
-
-    def __init__(self, paid: int) -> None:
-        super().__init__()
-        self.paid = paid
-        self.changed = threading.Condition()
-        self.answered = self.waiting = 0
-        self.gate = threading.Event()
-
-    def __call__(self, body):
-        with self.changed:
-            hold = not self.gate.is_set() and self.answered >= self.paid
-            if hold:
-                self.waiting += 1
-                self.changed.notify_all()
-            else:
-                self.answered += 1
-        if hold:
-            self.gate.wait(600)
-            return Reply.disconnect()
-        return super().__call__(body)
-
-
 def test_a_killed_worker_s_question_is_one_testcase_and_the_three_outputs_agree(tmp_path, beam_data_dir):
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
     (tmp_path / "conftest.py").write_text(CONFTEST)
-    model = HoldAfter(paid=50)
+    model = DropThenServe(paid=50)
     with ScriptedModelServer(responder=model) as server:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--beam-mode=full",
                "-k", "conv17 or conv4", "-n", "2", f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}",
                "--beam-model=scripted", "--beam-cache=off", f"--beam-results={tmp_path / 'results'}",
                "--beam-snapshot=off", "--beam-pass-score=0", "--beam-max-retries=1", "--beam-concurrency=1",
                "--beam-max-calls=100000", "--beam-max-tokens=100000000", f"--junitxml={tmp_path / 'junit.xml'}"]
-        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=dict(os.environ), start_new_session=True)
-        try:
-            with model.changed:
-                assert model.changed.wait_for(lambda: model.waiting >= 2, timeout=600), "both workers at the gate"
+        with held(subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   env=dict(os.environ), start_new_session=True), model) as proc:
+            model.wait_for(lambda: model.waiting >= 2, "both workers at the gate")
             os.kill(int((tmp_path / "pids" / "17").read_text()), signal.SIGKILL)
             time.sleep(1)
-            model.gate.set()
-            out, _ = proc.communicate(timeout=600)
-        finally:
-            model.gate.set()
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            out = let_go(proc, model)
         sent = server.request_count
     assert "INTERNALERROR" not in out, out[-4000:]
     (path,) = (tmp_path / "results").glob("*/record.json")

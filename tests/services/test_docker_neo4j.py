@@ -215,7 +215,7 @@ class Watcher:
 
 
 def beam_cmd(tmp_path, server, beam_data_dir, *args) -> list[str]:
-    from tests.e2e.test_interrupted_runs import AS_FROM_A_TERMINAL
+    from tests.e2e.gated_runs import AS_FROM_A_TERMINAL
 
     return [sys.executable, "-c", AS_FROM_A_TERMINAL, "-p", "no:randomly", "-p", "no:cacheprovider",
             f"--beam-data={beam_data_dir}", f"--beam-base-url={server.base_url}", "--beam-model=scripted",
@@ -291,7 +291,7 @@ def test_three_conversations_of_the_full_set_on_docker_with_two_workers(engine, 
 
 @pytest.mark.e2e
 def test_ctrl_c_during_ingest_leaves_no_container(engine, tmp_path, beam_data_dir):
-    from tests.e2e.test_interrupted_runs import GatedModel, the_record_appears
+    from tests.e2e.gated_runs import GatedModel, held, let_go, the_record_appears
     from tests.model_server import ScriptedModelServer
 
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
@@ -300,19 +300,14 @@ def test_ctrl_c_during_ingest_leaves_no_container(engine, tmp_path, beam_data_di
         proc = popen(tmp_path, beam_cmd(tmp_path, server, beam_data_dir, "--beam-mode=full", "-k", "conv17 or conv4",
                                         "-n", "2", "--beam-concurrency=1", "--beam-max-retries=0",
                                         "--beam-max-calls=100000", "--beam-max-tokens=100000000"))
-        with Watcher(engine, proc.pid) as watch:
-            try:
-                model.wait_for(lambda: model.waiting >= 2, "both workers ingest, held at the gate")
-                time.sleep(1)
-                running = [k for k, c in watch.seen.items() if c["status"] == "running"]
-                assert len(running) == 2, watch.seen
-                os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole group
-                the_record_appears(tmp_path, proc)
-                model.gate.set()
-                out = finish(proc)
-            finally:
-                model.gate.set()
-                finish(proc, timeout=60)
+        with Watcher(engine, proc.pid) as watch, held(proc, model):
+            model.wait_for(lambda: model.waiting >= 2, "both workers ingest, held at the gate")
+            time.sleep(1)
+            running = [k for k, c in watch.seen.items() if c["status"] == "running"]
+            assert len(running) == 2, watch.seen
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole group
+            the_record_appears(tmp_path, proc)
+            out = let_go(proc, model, timeout=900)
     assert proc.returncode != 0, out[-3000:]
     assert watch.left() == [], out[-3000:]
     watch.keep("ctrl-c")
@@ -320,7 +315,7 @@ def test_ctrl_c_during_ingest_leaves_no_container(engine, tmp_path, beam_data_di
 
 @pytest.mark.e2e
 def test_a_failed_run_leaves_no_container(engine, tmp_path, beam_data_dir):
-    from tests.e2e.test_interrupted_runs import GatedModel
+    from tests.e2e.gated_runs import GatedModel
     from tests.model_server import Reply, ScriptedModelServer
 
     (tmp_path / "pytest.ini").write_text("[pytest]\nbeam_mode = full\n")
