@@ -25,11 +25,11 @@ import re
 from typing import Any
 
 from ..data.records import Document, SystemQuestion
-from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
 from .child_process import ChildError, ChildProcess
-from .outside import Transcript, plain_transcripts, remove_tree, seed_tiktoken, sources_of
-from .recalled import Recalled, answer_from_recalled, harness_relay
+from .outside import OutsideSystem, Transcript, plain_transcripts, remove_tree, seed_tiktoken, sources_of
+from .recalled import Recalled, answer_from_recalled, harness_relay, relay_endpoint
 
 ROLE = "extraction"
 MAX_TOKENS = 2048  # per call of the library: the completion cap the relay holds it to
@@ -37,7 +37,7 @@ SEARCH_TYPE = "HYBRID_COMPLETION"  # Cognee's default search type
 EMBEDDING_NAME = "openai/text-embedding-3-small"  # litellm's name; tiktoken maps it to cl100k_base
 
 
-class CogneeSystem(MemorySystem):
+class CogneeSystem(OutsideSystem):
     """Cognee in its own environment, its files in the conversation's folder, its calls through the relay."""
 
     name = "cognee"
@@ -49,16 +49,10 @@ class CogneeSystem(MemorySystem):
         self.child: ChildProcess | None = None
         self.transcripts: list[Transcript] = []
 
-    @property
-    def system_name(self) -> str:
-        return self.context.system_name or self.name
-
     def _env(self) -> dict[str, str]:
         from ..paths import cache_root
 
-        relay = harness_relay(self.context)
-        relay.cap_completion(self.system_name, MAX_TOKENS)
-        url = relay.base_url(self.system_name, ROLE)
+        relay, url = relay_endpoint(self.context, self.system_name, ROLE, MAX_TOKENS)
         return {
             "LLM_PROVIDER": "openai", "LLM_ENDPOINT": url, "LLM_API_KEY": "pytest-beam-relay",
             "LLM_MODEL": "openai/" + self.context.models.models.for_role(ROLE), "LLM_MAX_TOKENS": str(MAX_TOKENS),

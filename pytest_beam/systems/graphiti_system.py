@@ -30,9 +30,10 @@ from typing import Any
 
 from ..data.records import Document, SystemQuestion
 from ..llm.relay import LIBRARY_CLIENT_OPTIONS
-from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
-from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, turns
+from .outside import OutsideSystem
+from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, relay_endpoint, turns
 
 GROUP_ID = "beam"
 ROLE = "extraction"  # the harness role Graphiti's own model calls are sent and capped as
@@ -99,7 +100,7 @@ def _without_waits(client_class: Any) -> Any:
     })
 
 
-class GraphitiSystem(MemorySystem):
+class GraphitiSystem(OutsideSystem):
     """Graphiti on the conversation's Neo4j, its model calls through the harness's relay."""
 
     name = "graphiti"
@@ -112,10 +113,6 @@ class GraphitiSystem(MemorySystem):
         self.graphiti: Any = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.episodes: dict[str, Turn] = {}  # episode uuid -> its BEAM message
-
-    @property
-    def system_name(self) -> str:
-        return self.context.system_name or self.name
 
     def _run(self, what: str, coroutine: Any, *, unusable: list[str] | None = None) -> Any:
         """Run one Graphiti coroutine on this system's loop; a failure the relay kept (cap, cassette
@@ -147,9 +144,8 @@ class GraphitiSystem(MemorySystem):
         except ImportError as exc:
             raise RuntimeError(f"--beam-system=graphiti needs the graphiti-core package: {INSTALL_HINT} "
                                f"({exc})") from None
-        relay = harness_relay(self.context)
-        relay.cap_completion(self.system_name, MAX_TOKENS)  # its per-call maxima go up to 16,384
-        url = relay.base_url(self.system_name, ROLE)
+        # its per-call maxima go up to 16,384
+        relay, url = relay_endpoint(self.context, self.system_name, ROLE, MAX_TOKENS)
         model = self.context.models.models.for_role(ROLE)
         connection = self.context.start_neo4j()
         config = LLMConfig(api_key="pytest-beam-relay", model=model, small_model=model, base_url=url,

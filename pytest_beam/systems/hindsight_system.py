@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..data.records import Document, SystemQuestion
-from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, SystemAnswer, SystemContext
 from .child_process import ChildError, ChildProcess, Pg0Server, pg0_binary
 from .children.protocol import Message
-from .outside import Transcript, json_transcripts, messages_in_json, remove_tree, seed_tiktoken
-from .recalled import Recalled, answer_from_recalled, harness_relay
+from .outside import OutsideSystem, Transcript, json_transcripts, messages_in_json, remove_tree, seed_tiktoken
+from .recalled import Recalled, answer_from_recalled, harness_relay, relay_endpoint
 
 ROLE = "extraction"
 MAX_TOKENS = 2048  # per call of the library: the completion cap the relay holds it to
@@ -53,7 +53,7 @@ def in_chat_order(facts: list[Message]) -> list[Message]:
     return sorted(facts, key=key)
 
 
-class HindsightSystem(MemorySystem):
+class HindsightSystem(OutsideSystem):
     """Hindsight's MemoryEngine in its own environment, on pg0's PostgreSQL, its calls through the relay."""
 
     name = "hindsight"
@@ -65,16 +65,10 @@ class HindsightSystem(MemorySystem):
         self.server: Pg0Server | None = None
         self.transcripts: dict[str, Transcript] = {}
 
-    @property
-    def system_name(self) -> str:
-        return self.context.system_name or self.name
-
     def _env(self) -> dict[str, str]:
         from ..paths import cache_root
 
-        relay = harness_relay(self.context)
-        relay.cap_completion(self.system_name, MAX_TOKENS)
-        url = relay.base_url(self.system_name, ROLE)
+        relay, url = relay_endpoint(self.context, self.system_name, ROLE, MAX_TOKENS)
         return {
             "HINDSIGHT_API_LLM_MAX_RETRIES": "0", "HINDSIGHT_API_LLM_TIMEOUT": str(NO_WAIT_S),
             "HINDSIGHT_API_SKIP_LLM_VERIFICATION": "true",

@@ -31,10 +31,10 @@ from types import ModuleType
 from typing import Any
 
 from ..data.records import Document, SystemQuestion
-from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
-from .outside import LibraryCalls
-from .recalled import Recalled, Turn, answer_from_recalled, harness_relay, turns, windows
+from .outside import LibraryCalls, OutsideSystem
+from .recalled import Recalled, Turn, answer_from_recalled, relay_endpoint, turns, windows
 
 ROLE = "extraction"
 INSTALL_HINT = "pip install 'pytest-beam[langmem]'"
@@ -88,7 +88,7 @@ def _unusable_reply(exc: BaseException) -> bool:
     return isinstance(exc, GraphRecursionError | ValidationError)
 
 
-class LangMemSystem(MemorySystem):
+class LangMemSystem(OutsideSystem):
     """LangMem's memory store manager on an in-memory LangGraph store, its calls through the relay."""
 
     name = "langmem"
@@ -102,10 +102,6 @@ class LangMemSystem(MemorySystem):
         self.sources: dict[str, tuple[int, ...]] = {}  # LangMem memory key -> BEAM message ids
         self.where: dict[str, Turn] = {}  # memory key -> the first message behind it
 
-    @property
-    def system_name(self) -> str:
-        return self.context.system_name or self.name
-
     def _build(self) -> Any:
         try:
             from langchain_openai import ChatOpenAI, OpenAIEmbeddings
@@ -114,9 +110,7 @@ class LangMemSystem(MemorySystem):
             from pydantic import SecretStr
         except ImportError as exc:
             raise RuntimeError(f"--beam-system=langmem needs the langmem package: {INSTALL_HINT} ({exc})") from None
-        relay = harness_relay(self.context)
-        relay.cap_completion(self.system_name, MAX_TOKENS)
-        url = relay.base_url(self.system_name, ROLE)
+        relay, url = relay_endpoint(self.context, self.system_name, ROLE, MAX_TOKENS)
         model = ChatOpenAI(model=self.context.models.models.for_role(ROLE), base_url=url, api_key="pytest-beam-relay",
                            temperature=0.0, timeout=None, max_retries=0)
         embeddings = OpenAIEmbeddings(model=relay.embedding_model, openai_api_base=url,

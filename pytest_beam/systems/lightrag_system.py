@@ -27,16 +27,17 @@ from typing import Any
 
 from ..data.records import Document, SystemQuestion
 from ..llm.wire import JsonObject
-from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, SystemAnswer, SystemContext
 from .outside import (
     CL100K_MODEL,
     LibraryCalls,
+    OutsideSystem,
     Transcript,
     plain_transcripts,
     remove_tree,
     use_seeded_tiktoken,
 )
-from .recalled import Recalled, answer_from_recalled, harness_relay
+from .recalled import Recalled, answer_from_recalled, relay_endpoint
 
 ROLE = "extraction"
 MAX_TOKENS = 2048  # per call of the library: the completion cap the relay holds it to
@@ -46,7 +47,7 @@ SEP = "<SEP>"  # LightRAG's separator of several source chunk ids in one field
 MODE = "mix"  # LightRAG's default query mode: knowledge graph and vector chunks together
 
 
-class LightRAGSystem(MemorySystem):
+class LightRAGSystem(OutsideSystem):
     """LightRAG on files in the conversation's folder, its model calls through the harness's relay."""
 
     name = "lightrag"
@@ -59,10 +60,6 @@ class LightRAGSystem(MemorySystem):
         self.chunks: dict[str, tuple[int, ...]] = {}  # LightRAG chunk id -> BEAM message ids
         self.work = context.work_dir / "lightrag"
 
-    @property
-    def system_name(self) -> str:
-        return self.context.system_name or self.name
-
     def _build(self) -> Any:
         try:
             from lightrag import LightRAG
@@ -73,9 +70,8 @@ class LightRAGSystem(MemorySystem):
                                f"({exc})") from None
         for name in ("lightrag", "nano-vectordb"):
             logging.getLogger(name).setLevel(logging.WARNING)  # its INFO lines per chunk flood the run's output
-        relay = harness_relay(self.context)
-        relay.cap_completion(self.system_name, MAX_TOKENS)  # a small model that repeats itself fills its context
-        url = relay.base_url(self.system_name, ROLE)
+        # a small model that repeats itself fills its context
+        relay, url = relay_endpoint(self.context, self.system_name, ROLE, MAX_TOKENS)
         model = self.context.models.models.for_role(ROLE)
         use_seeded_tiktoken()
 

@@ -33,8 +33,9 @@ from typing import Any
 
 from ..data.records import Document, SystemQuestion
 from ..llm.relay import LIBRARY_CLIENT_OPTIONS
-from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
+from .outside import OutsideSystem
 from .recalled import Recalled, answer_from_recalled, harness_relay, turns, windows
 
 USER_ID = "beam-user"
@@ -87,7 +88,7 @@ def session_date(date: dt.date | None) -> Iterator[None]:
         _SESSION_DATE.reset(token)
 
 
-class Mem0System(MemorySystem):
+class Mem0System(OutsideSystem):
     """Mem0 OSS on a local Qdrant, its model calls through the harness's relay."""
 
     name = "mem0"
@@ -100,10 +101,6 @@ class Mem0System(MemorySystem):
         self.memory: Any = None
         self.sources: dict[str, tuple[int, ...]] = {}  # mem0 memory id -> BEAM message ids
         self.sessions: dict[int, dt.date | None] = {}
-
-    @property
-    def system_name(self) -> str:
-        return self.context.system_name or self.name
 
     def _build(self) -> Any:
         main = _import_mem0()

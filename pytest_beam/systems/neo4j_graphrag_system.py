@@ -30,10 +30,10 @@ import logging
 from typing import Any
 
 from ..data.records import Document, SystemQuestion
-from ..system import IngestReport, MemorySystem, SystemAnswer, SystemContext
+from ..system import IngestReport, SystemAnswer, SystemContext
 from .answering import DEFAULT_TOP_K, setting
-from .outside import LibraryCalls, Transcript, plain_transcripts
-from .recalled import Recalled, answer_from_recalled, harness_relay
+from .outside import LibraryCalls, OutsideSystem, Transcript, plain_transcripts
+from .recalled import Recalled, answer_from_recalled, harness_relay, relay_endpoint
 
 ROLE = "extraction"
 MAX_TOKENS = 2048  # per call of the library: the completion cap the relay holds it to
@@ -56,7 +56,7 @@ RETURN node.text AS text, node.index AS chunk, d.session AS session, score, enti
 """
 
 
-class Neo4jGraphRAGSystem(MemorySystem):
+class Neo4jGraphRAGSystem(OutsideSystem):
     """neo4j-graphrag's SimpleKGPipeline and hybrid retriever on the conversation's Neo4j."""
 
     name = "neo4j-graphrag"
@@ -69,10 +69,6 @@ class Neo4jGraphRAGSystem(MemorySystem):
         self.retriever: Any = None
         self.transcripts: dict[str, Transcript] = {}
 
-    @property
-    def system_name(self) -> str:
-        return self.context.system_name or self.name
-
     def _clients(self) -> tuple[Any, Any]:
         try:
             from neo4j_graphrag.embeddings import OpenAIEmbeddings
@@ -81,9 +77,8 @@ class Neo4jGraphRAGSystem(MemorySystem):
         except ImportError as exc:
             raise RuntimeError(f"--beam-system=neo4j-graphrag needs the neo4j-graphrag package: {INSTALL_HINT} "
                                f"({exc})") from None
-        relay = harness_relay(self.context)
-        relay.cap_completion(self.system_name, MAX_TOKENS)  # a small model that repeats itself fills its context
-        url = relay.base_url(self.system_name, ROLE)
+        # a small model that repeats itself fills its context
+        relay, url = relay_endpoint(self.context, self.system_name, ROLE, MAX_TOKENS)
         llm = OpenAILLM(model_name=self.context.models.models.for_role(ROLE), model_params={"temperature": 0.0},
                         rate_limit_handler=NoOpRateLimitHandler(), base_url=url, api_key="pytest-beam-relay",
                         timeout=None, max_retries=0)

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..data.records import Document
-from ..system import SystemContext
+from ..system import MemorySystem, SystemContext
+from .children.protocol import close_loop
 from .recalled import Turn, harness_relay, turns
 
 T = TypeVar("T")
@@ -209,17 +210,19 @@ class LibraryCalls:
     def close(self) -> None:
         """Stop what the library left running on its loop (worker tasks, health checks), then the loop."""
         loop, self.loop = self.loop, None
-        if loop is None:
-            return
-        try:
-            pending = asyncio.all_tasks(loop)
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
+        if loop is not None:
+            close_loop(loop)
+
+
+class OutsideSystem(MemorySystem):
+    """What every outside system shares: the context the harness gave it, and the name its library's
+    calls are metered, capped and replayed under (the run's --beam-system name for it)."""
+
+    context: SystemContext
+
+    @property
+    def system_name(self) -> str:
+        return self.context.system_name or self.name
 
 
 def remove_tree(path: Path) -> None:

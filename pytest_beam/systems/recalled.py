@@ -32,6 +32,14 @@ def harness_relay(context: SystemContext) -> ModelRelay:
     return context.relay()
 
 
+def relay_endpoint(context: SystemContext, system_name: str, role: str, max_tokens: int) -> tuple[ModelRelay, str]:
+    """The relay, and the base URL a library's calls go to as `role` under `system_name`, each call's
+    completion capped at `max_tokens` (the libraries ask for up to their model's whole context)."""
+    relay = harness_relay(context)
+    relay.cap_completion(system_name, max_tokens)
+    return relay, relay.base_url(system_name, role)
+
+
 INSTRUCTIONS = """\
 You are answering a question about an earlier conversation between a user and an AI assistant.
 Below are memories that a memory system recalled from that conversation; they are all you know of

@@ -57,11 +57,20 @@ def serve(handlers: dict[str, Handler]) -> int:
             if op == "close":
                 break
     finally:
+        close_loop(loop)
+    return 0
+
+
+def close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what a library left running on the loop (worker tasks, health checks), let the
+    cancellations finish, then close it. Also used by the outside systems in the harness's process
+    (outside.py): this module imports the standard library only."""
+    try:
         pending = asyncio.all_tasks(loop)
         for task in pending:
             task.cancel()
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
         loop.close()
-    return 0
