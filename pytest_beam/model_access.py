@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["EMBEDDED_DEFAULTS", "EmbeddedDefaults", "judge_only", "open_client"]
 
 
-class EmbeddedDefaults(TypedDict):
-    """Settings, by name, that a run on the embedded model changes unless the user set them."""
+class EmbeddedDefaults(TypedDict, total=False):
+    """Settings, by name, that a run on the embedded model changes unless the user set them (each
+    one optional: a run's changes, session/endpoint.py's EmbeddedChanges, leave out what the user set)."""
 
     concurrency: int
     timeout: float

@@ -15,9 +15,9 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING
 
-from ..model_access import EMBEDDED_DEFAULTS
+from ..model_access import EMBEDDED_DEFAULTS, EmbeddedDefaults
 from ..settings import OPTION_BY_NAME, Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -71,16 +71,10 @@ def explicitly_set(config: pytest.Config, name: str) -> bool:
         return False
 
 
-class EmbeddedChanges(TypedDict, total=False):
+class EmbeddedChanges(EmbeddedDefaults, total=False):
     """The settings a run on the embedded model changes: its address and name, the cache's name for it
     (any port), no key and no model per role, and those of EMBEDDED_DEFAULTS the user did not set."""
 
-    concurrency: int
-    timeout: float
-    agent_timeout: float
-    tool_mode: Literal["auto", "native", "json"]
-    max_calls: int | None
-    max_tokens: int | None
     base_url: str
     model: str
     api_key: None
