@@ -13,11 +13,18 @@ from tests.model_server import model_server, model_server_factory  # noqa: F401
 from tests.small_disk import small_disk  # noqa: F401
 
 
+# LangSmith's pytest plugin, which langmem's dependencies install with the test extra: no test uses
+# it, and loading it costs about 1.4 s of imports in every pytest process (the suite starts some
+# two hundred: its end-to-end runs and their workers). pyproject.toml's addopts blocks it here.
+SUBPROCESS_ADDOPTS = "-p no:langsmith_plugin"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # This session has read PYTEST_ADDOPTS already. The pytest runs the tests start as subprocesses
     # must not inherit it: CI sets --junitxml there, and a run's last lines (which tests read)
-    # would then end in "generated xml file", and every subprocess would overwrite CI's XML.
-    os.environ.pop("PYTEST_ADDOPTS", None)
+    # would then end in "generated xml file", and every subprocess would overwrite CI's XML. They
+    # get only the block of the plugin no test uses.
+    os.environ["PYTEST_ADDOPTS"] = SUBPROCESS_ADDOPTS
     config.pluginmanager.register(SlowUnmarked(), "slow-unmarked")
 
 
