@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+# pytester's in-process runs (test_plugin_collection.py) put sys.modules back after each run, and
+# numpy's C extension cannot be loaded twice in one process: imported here, before any such run, it
+# stays loaded. (LangSmith's plugin used to import it first; it is blocked now, see below.)
+import numpy  # noqa: F401
 import pytest
 
 # The scripted model server (a declared test double for the model) for every test that asks for it.
@@ -11,7 +15,6 @@ from tests.model_server import model_server, model_server_factory  # noqa: F401
 
 # A small real filesystem for full-disk tests (tests/small_disk.py).
 from tests.small_disk import small_disk  # noqa: F401
-
 
 # LangSmith's pytest plugin, which langmem's dependencies install with the test extra: no test uses
 # it, and loading it costs about 1.4 s of imports in every pytest process (the suite starts some
