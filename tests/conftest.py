@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
-# pytester's in-process runs (test_plugin_collection.py) put sys.modules back after each run, and
-# numpy's C extension cannot be loaded twice in one process: imported here, before any such run, it
-# stays loaded. (LangSmith's plugin used to import it first; it is blocked now, see below.)
+# pytester's in-process runs (test_plugin_collection.py and others) put sys.modules back after each
+# run: what they import is imported again by the next one. numpy's C extension cannot be loaded twice
+# in one process, and LangSmith's pytest plugin (blocked in every other run, see below; pytester
+# clears PYTEST_ADDOPTS) took about 1.4 s each time: both are imported here once and stay loaded.
 import numpy  # noqa: F401
 import pytest
+
+with contextlib.suppress(ImportError):  # present with the test extra (langmem's dependencies)
+    import langsmith.pytest_plugin  # noqa: F401
 
 # The scripted model server (a declared test double for the model) for every test that asks for it.
 from tests.model_server import model_server, model_server_factory  # noqa: F401
