@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -65,8 +65,10 @@ def _sha256(chunks: Iterable[bytes]) -> str:
 
 def lockfile_hash(root: str | os.PathLike[str]) -> str | None:
     """``"<source>:<sha256>"`` of the project's lock: uv.lock, poetry.lock, pylock.toml or
-    requirements*.txt (the first that exists), else the output of ``pip freeze``
-    (``"pip-freeze:<sha>"``); None when none of them can be read."""
+    requirements*.txt (the first that exists), else of the distributions installed where this
+    Python imports from (``"installed:<sha>"``, one ``name==version`` line each, sorted: what
+    ``pip freeze`` lists, read in this process; a pip subprocess took about a second of every run);
+    None when none of them can be read."""
     base = Path(root)
     for name in ("uv.lock", "poetry.lock", "pylock.toml"):
         p = base / name
@@ -77,18 +79,26 @@ def lockfile_hash(root: str | os.PathLike[str]) -> str | None:
         label = reqs[0].name if len(reqs) == 1 else "requirements*.txt"
         digest = _sha256(p.name.encode() + b"\0" + p.read_bytes() for p in reqs)
         return f"{label}:{digest}"
-    try:
-        out = subprocess.run(
-            [sys.executable, "-m", "pip", "freeze", "--disable-pip-version-check"],
-            capture_output=True, timeout=120,
-        )
-    except (OSError, subprocess.SubprocessError):
+    lines = installed_distributions()
+    if not lines:
         return None
-    if out.returncode != 0:
-        return None
-    lines = sorted(line for line in out.stdout.decode("utf-8", "replace").splitlines() if line.strip())
     digest = _sha256(["\n".join(lines).encode()])
-    return f"pip-freeze:{digest}"
+    return f"installed:{digest}"
+
+
+def installed_distributions() -> list[str]:
+    """``name==version`` of each distribution on this Python's path, sorted and once each (the first
+    one found wins, as for imports); names normalized as packaging does."""
+    from importlib import metadata
+
+    seen: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata else None
+        if not name:
+            continue
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        seen.setdefault(key, f"{key}=={dist.version}")
+    return sorted(seen.values())
 
 
 def data_revision(source: str) -> str | None:

@@ -229,9 +229,27 @@ def test_lockfile_hash_sources(tmp_path):
     assert lockfile_hash(tmp_path) == "uv.lock:" + hashlib.sha256(b"lock").hexdigest()
 
 
-def test_lockfile_hash_falls_back_to_pip_freeze(tmp_path):
+def test_lockfile_hash_falls_back_to_the_installed_distributions_as_pip_freeze_lists_them(tmp_path):
+    """No lock file: the hash of every installed distribution's name==version, read in this process
+    (a `pip freeze` subprocess cost about a second of every run), the same list pip freeze gives."""
+    import hashlib
+    import re
+    import subprocess
+    import sys
+
+    from pytest_beam.results.provenance import installed_distributions
+
     value = lockfile_hash(tmp_path)
-    assert value is None or (value.startswith("pip-freeze:") and len(value) == len("pip-freeze:") + 64)
+    listed = installed_distributions()
+    assert value == "installed:" + hashlib.sha256("\n".join(listed).encode()).hexdigest()
+    pip = [sys.executable, "-m", "pip", "freeze", "--all", "--disable-pip-version-check"]
+    out = subprocess.run(pip, capture_output=True, text=True, timeout=120, check=True).stdout
+    freeze = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
+    pinned = {re.sub(r"[-_.]+", "-", n).lower(): v for n, v in (ln.split("==", 1) for ln in freeze if "==" in ln)}
+    # every distribution pip pins by version is listed with that version; an editable install, which
+    # pip names by its source (-e PATH), is listed by name and version all the same
+    assert {f"{n}=={v}" for n, v in pinned.items()} <= set(listed)
+    assert len(listed) == len(freeze)
 
 
 def test_load_traces_reads_agent_trace_lines(tmp_path):
