@@ -330,8 +330,17 @@ def test_a_results_disk_turned_read_only_mid_run_errors_the_calls_it_cannot_coun
     (tmp_path / "tmp").mkdir()
     with ScriptedModelServer(responder=ScriptedBeamModel()) as server:
         def read_only() -> None:  # the folder, not the whole disk: files open for writing stay so
-            for args in (["--bind", str(results), str(results)], ["-o", "remount,bind,ro", str(results)]):
-                subprocess.run(["mount", *args], check=True)
+            subprocess.run(["mount", "--bind", str(results), str(results)], check=True)
+            # A file the run opens for writing through the new bind mount before it turns read-only makes
+            # the remount "busy" (it failed a CI run so, once): the run's writes are brief, so try again.
+            deadline = time.monotonic() + 10
+            while True:
+                done = subprocess.run(["mount", "-o", "remount,bind,ro", str(results)], capture_output=True, text=True)
+                if done.returncode == 0:
+                    return
+                if "busy" not in done.stderr or time.monotonic() > deadline:
+                    raise AssertionError(f"the results folder did not turn read-only: {done.stderr.strip()}")
+                time.sleep(0.01)
 
         remount = after_requests(server, 50, read_only)
         try:
